@@ -1,0 +1,80 @@
+"""Steps and trajectories: what every adapter produces and every check reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Step:
+    """One tool call the agent really made, the same shape for every source."""
+
+    index: int
+    """Position in the trajectory, 0-based, after ordering."""
+    tool: str
+    """The tool's name as the agent called it."""
+    args: dict[str, Any] = field(default_factory=dict)
+    """Arguments; a payload that could not be parsed into a dict is kept as ``{"input": <text>}``."""
+    result: str | None = None
+    """The result as text; None when the call never returned (or its content was not captured)."""
+    error: str | None = None
+    """None on success, else the error text (or the error type when no text was recorded)."""
+    t: float = 0.0
+    """Start, in seconds (epoch seconds for traced sources); 0.0 where the source has no clock."""
+    duration: float = 0.0
+    """Seconds from start to end; 0.0 where the source has no clock."""
+    agent: str | None = None
+    """The agent that made the call (multi-agent runs differ from the trajectory's agent)."""
+    call_id: str | None = None
+    """The model's tool-call id, when the source records one."""
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.error is None and self.result is not None
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """One run: its steps in order plus what identifies it and how its output was judged."""
+
+    id: str
+    """Run id; the trace id (32 hex digits) for OTLP sources."""
+    steps: tuple[Step, ...] = ()
+    """The tool calls, ordered; ``steps[i].index == i``."""
+    case: str | None = None
+    """Runs of the same case share it; None means the run is its own case (see ``case_id``)."""
+    agent: str | None = None
+    """The root agent's name; selects the spec in a ``SPECS`` mapping."""
+    input: str | tuple[str, ...] = ""
+    """The user's task text (one string, or several user messages)."""
+    output_ok: bool | None = None
+    """The output eval's verdict: True passed, False failed, None not judged."""
+    content: bool = True
+    """False when the source recorded no arguments/results (content capture off): provenance is unavailable."""
+    error: str | None = None
+    """Set when the run itself crashed (suite runner); graded as ``run_error``."""
+
+    @property
+    def case_id(self) -> str:
+        return self.case if self.case is not None else self.id
+
+    @property
+    def has_clock(self) -> bool:
+        """True when the source recorded real timestamps (any step with a start or a duration)."""
+        return any(s.t > 0.0 or s.duration > 0.0 for s in self.steps)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return (self.input,) if isinstance(self.input, str) else tuple(self.input)
+
+
+def numbered(steps: list[Step] | tuple[Step, ...]) -> tuple[Step, ...]:
+    """Return the steps with ``index`` set to their position (adapters order first, then number)."""
+    from dataclasses import replace
+
+    return tuple(s if s.index == i else replace(s, index=i) for i, s in enumerate(steps))
