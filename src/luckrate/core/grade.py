@@ -1,0 +1,74 @@
+"""Grading one run against its spec."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from luckrate.core.checks import CHECKS, NEEDS_CLOCK, NEEDS_CONTENT, PROVENANCE_CHECKS
+from luckrate.core.provenance import trace
+from luckrate.core.spec import Spec
+from luckrate.core.step import Trajectory
+from luckrate.core.violation import Severity, Violation
+
+
+@dataclass(frozen=True)
+class RunGrade:
+    """The verdict on one run."""
+
+    id: str
+    case: str
+    agent: str | None
+    output_ok: bool | None
+    """The output eval's verdict, copied from the trajectory (None = not judged)."""
+    violations: tuple[Violation, ...]
+    skipped: tuple[str, ...] = ()
+    """Checks that could not run on this source, as ``check (reason)``; never counted as passed or failed."""
+
+    @property
+    def path_ok(self) -> bool:
+        """No violation of any severity: warnings count too (the gate protects the build, the metric tells the truth)."""
+        return not self.violations
+
+    @property
+    def lucky(self) -> bool:
+        return self.output_ok is True and not self.path_ok
+
+    def has(self, check: str, severity: Severity | None = None) -> bool:
+        return any(v.check == check and (severity is None or v.severity is severity) for v in self.violations)
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "case": self.case, "agent": self.agent, "output_ok": self.output_ok,
+                "path_ok": self.path_ok, "violations": [v.to_dict() for v in self.violations]}
+
+
+def _skip_reason(check: str, traj: Trajectory) -> str | None:
+    if check in NEEDS_CONTENT and not traj.content:
+        return "no content captured"
+    if check in NEEDS_CLOCK and not traj.has_clock:
+        return "no clock"
+    return None
+
+
+def grade(traj: Trajectory, spec: Spec) -> RunGrade:
+    """Run every enabled check; checks the source cannot support are skipped and listed, not failed."""
+    violations: list[Violation] = []
+    skipped: list[str] = []
+
+    def runnable(name: str) -> bool:
+        if not spec.enabled(name):
+            return False
+        reason = _skip_reason(name, traj)
+        if reason:
+            skipped.append(f"{name} ({reason})")
+        return reason is None
+
+    for name, check in CHECKS:
+        if runnable(name):
+            violations.extend(check(traj, spec))
+    wanted = [(name, check) for name, check in PROVENANCE_CHECKS if runnable(name)]
+    if wanted:
+        args = trace(traj)
+        for _, check in wanted:
+            violations.extend(check(args, spec))
+    violations.sort(key=lambda v: (v.step if v.step is not None else -1))
+    return RunGrade(traj.id, traj.case_id, traj.agent, traj.output_ok, tuple(violations), tuple(skipped))

@@ -1,0 +1,123 @@
+"""Provenance: where did each identifier-shaped argument come from?
+
+Walking the trajectory in order, the sources seen so far are the user's input (``user``) and each
+tool result once it returned (``tool:<name>``). Each source is indexed once, as it arrives, into a
+map from token to the sources that contain it, so looking an argument up costs one dict probe and
+grading stays linear in the size of the trajectory (no rescan of earlier results per argument).
+
+Identifier-shaped (the exact rule): a string of 1..256 characters with no whitespace, containing at
+least one letter or digit and at least one mark of an identifier — a digit or one of ``@ / : - _ .``
+(``ORD-12345``, ``alice@example.com``, ``https://x.test/a``, ``99817``); or an integer of at least
+4 digits (order numbers), never a bool. Prose (anything with whitespace) is skipped because synthesis
+is its point; plain words (``high``, ``refund``) and small numbers (counts, limits, amounts) are
+skipped because they are vocabulary, not references. Floats are quantities and are skipped.
+
+The ceiling of the method, honestly: a match is token equality after case folding. Source text is
+cut into tokens at whitespace, quotes, brackets, commas, semicolons, backslashes and ``<>|``; each token
+is also indexed without leading/trailing sentence punctuation and in parts split at ``: / = ? & #``
+(``mailto:bob@x.test`` also yields ``bob@x.test``). So it cannot tell apart:
+- a value the agent derived or reformatted (``129`` vs ``129.0``, ``ORD 12345`` vs ``ORD-12345``) — it is
+  reported ungrounded (a warning);
+- a value glued inside a longer token with no separator (``xORD-1y``) — not found;
+- a value that occurs in a source by coincidence — counted as grounded in it;
+- which of several sources the agent actually read it from — all of them are listed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from luckrate.core.step import Trajectory
+
+USER = "user"
+MAX_ID_LENGTH = 256
+
+_MARK = re.compile(r"[0-9@/:\-_.]")
+_ALNUM = re.compile(r"[A-Za-z0-9]")
+_SPACE = re.compile(r"\s")
+_TOKEN = re.compile(r"[^\s\"'`,;()\[\]{}<>|\\]+")
+_PARTS = re.compile(r"[:/=?&#]+")
+_TRAIL = ".:!?"
+
+
+def source_name(tool: str) -> str:
+    return f"tool:{tool}"
+
+
+def is_identifier(value: Any) -> bool:
+    """The identifier-shape rule documented in this module's docstring."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return abs(value) >= 1000
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_ID_LENGTH:
+        return False
+    return not _SPACE.search(value) and bool(_ALNUM.search(value)) and bool(_MARK.search(value))
+
+
+def tokens(text: str) -> set[str]:
+    """Every token a value may be matched against, case-folded (see the module docstring)."""
+    out: set[str] = set()
+    for tok in _TOKEN.findall(text.casefold()):
+        for form in (tok, tok.rstrip(_TRAIL), tok.lstrip(_TRAIL)):
+            if form:
+                out.add(form)
+        if _PARTS.search(tok):
+            out.update(p.rstrip(_TRAIL) for p in _PARTS.split(tok) if p)
+    return out
+
+
+class SourceIndex:
+    """Token -> the sources containing it; each source text is indexed exactly once."""
+
+    def __init__(self) -> None:
+        self._where: dict[str, set[str]] = {}
+
+    def add(self, source: str, text: str) -> None:
+        for tok in tokens(text):
+            self._where.setdefault(tok, set()).add(source)
+
+    def sources(self, value: Any) -> frozenset[str]:
+        return frozenset(self._where.get(str(value).casefold(), ()))
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One identifier-shaped argument value and the sources that contained it when it was passed."""
+
+    step: int
+    tool: str
+    path: str
+    """Where in the arguments: ``to``, ``items[0].sku``."""
+    value: str
+    sources: frozenset[str]
+
+
+def walk(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """Yield ``(path, leaf)`` for every leaf of nested dicts and lists."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from walk(inner, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, (list, tuple)):
+        for i, inner in enumerate(value):
+            yield from walk(inner, f"{path}[{i}]")
+    else:
+        yield path, value
+
+
+def trace(traj: Trajectory) -> list[Argument]:
+    """Trace every identifier-shaped argument of every step to the sources seen before it."""
+    index = SourceIndex()
+    for text in traj.inputs:
+        index.add(USER, text)
+    found = []
+    for step in traj.steps:
+        for path, value in walk(step.args):
+            if is_identifier(value):
+                found.append(Argument(step.index, step.tool, path, str(value), index.sources(value)))
+        if step.result is not None:
+            index.add(source_name(step.tool), step.result)
+    return found

@@ -1,0 +1,217 @@
+"""The spec: a plain dict validated up front into a frozen ``Spec``.
+
+Every problem is reported at once, with its location, before anything runs:
+
+    InvalidSpec: 2 problems in spec 'refunds'
+      before[1][1]: unknown tool 'refnd' (did you mean 'refund'?)
+      severity.max_steps: 'hrad' is not one of hard, soft, warn, off
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import runpy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from luckrate.core.violation import Severity
+
+DEFAULT_SEVERITY: dict[str, Severity] = {
+    "forbidden": Severity.HARD,
+    "required": Severity.HARD,
+    "before": Severity.HARD,
+    "taint": Severity.HARD,
+    "run_error": Severity.HARD,
+    "max_steps": Severity.SOFT,
+    "repeat": Severity.SOFT,
+    "failing_loop": Severity.SOFT,
+    "max_duration": Severity.SOFT,
+    "ungrounded": Severity.WARN,
+    "unknown_tool": Severity.WARN,
+}
+"""Every check's name and default severity; ``spec["severity"]`` overrides per check."""
+
+_TOOL_LISTS = ("required", "forbidden", "untrusted", "privileged")
+_KEYS = {"tools", *_TOOL_LISTS, "before", "max_steps", "max_failures", "max_duration", "severity"}
+
+
+class InvalidSpec(ValueError):
+    """A spec that cannot be used; ``problems`` lists each as ``(location, message)``."""
+
+    def __init__(self, name: str, problems: list[tuple[str, str]]):
+        self.name = name
+        self.problems = problems
+        count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+        lines = [f"{count} in spec {name!r}"] + [f"  {where}: {msg}" if where else f"  {msg}" for where, msg in problems]
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A validated spec. Tool sets are frozensets; ``tools`` empty means no vocabulary was declared."""
+
+    name: str = "spec"
+    tools: tuple[str, ...] = ()
+    """The vocabulary, in the spec's order; empty = undeclared (``unknown_tool`` and name checks are off)."""
+    required: frozenset[str] = frozenset()
+    forbidden: frozenset[str] = frozenset()
+    before: tuple[tuple[str, str], ...] = ()
+    """Pairs ``(a, b)``: every call to ``b`` comes after some call to ``a``."""
+    max_steps: int | None = None
+    max_failures: int = 3
+    """Consecutive failed calls to one tool (no other tool between) that make a ``failing_loop``."""
+    max_duration: float | None = None
+    untrusted: frozenset[str] = frozenset()
+    privileged: frozenset[str] = frozenset()
+    overrides: Mapping[str, Severity] = field(default_factory=dict)
+
+    def severity(self, check: str) -> Severity:
+        return self.overrides.get(check, DEFAULT_SEVERITY[check])
+
+    def enabled(self, check: str) -> bool:
+        return self.severity(check) is not Severity.OFF
+
+    @property
+    def taint_declared(self) -> bool:
+        """Taint is off unless the spec names both untrusted sources and privileged sinks."""
+        return bool(self.untrusted) and bool(self.privileged)
+
+    @classmethod
+    def from_dict(cls, raw: Any, name: str = "spec") -> Spec:
+        """Validate ``raw`` and build a Spec; raise InvalidSpec listing every problem."""
+        problems: list[tuple[str, str]] = []
+        if not isinstance(raw, Mapping):
+            raise InvalidSpec(name, [("", f"a spec must be a dict, got {type(raw).__name__}")])
+        for key in raw:
+            if key not in _KEYS:
+                problems.append((str(key), f"unknown key{_suggest(str(key), _KEYS)}"))
+        tools = _names(raw.get("tools", ()), "tools", problems)
+        vocab = set(tools)
+        lists = {key: _names(raw.get(key, ()), key, problems, vocab) for key in _TOOL_LISTS}
+        before = _pairs(raw.get("before", ()), problems, vocab)
+        overrides = _overrides(raw.get("severity", {}), problems)
+        max_steps = _number(raw, "max_steps", int, problems)
+        max_failures = _number(raw, "max_failures", int, problems)
+        max_duration = _number(raw, "max_duration", float, problems)
+        if problems:
+            raise InvalidSpec(name, problems)
+        return cls(
+            name=name,
+            tools=tuple(dict.fromkeys(tools)),
+            **{key: frozenset(value) for key, value in lists.items()},
+            before=before,
+            max_steps=max_steps,
+            max_failures=3 if max_failures is None else max_failures,
+            max_duration=max_duration,
+            overrides=overrides,
+        )
+
+
+def _suggest(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _names(value: Any, key: str, problems: list, vocab: set[str] | None = None) -> list[str]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset)):
+        problems.append((key, f"must be a list of tool names, got {type(value).__name__}"))
+        return []
+    names = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item:
+            problems.append((f"{key}[{i}]", f"must be a tool name (non-empty string), got {item!r}"))
+        elif vocab and item not in vocab:
+            problems.append((f"{key}[{i}]", f"unknown tool {item!r}{_suggest(item, vocab)}"))
+        else:
+            names.append(item)
+    return names
+
+
+def _pairs(value: Any, problems: list, vocab: set[str]) -> tuple[tuple[str, str], ...]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        problems.append(("before", f"must be a list of (earlier, later) pairs, got {type(value).__name__}"))
+        return ()
+    pairs = []
+    for i, pair in enumerate(value):
+        if isinstance(pair, str) or not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            problems.append((f"before[{i}]", f"must be a pair (earlier_tool, later_tool), got {pair!r}"))
+            continue
+        found = _names(list(pair), f"before[{i}]", problems, vocab)
+        if len(found) == 2:
+            pairs.append((found[0], found[1]))
+    return tuple(pairs)
+
+
+def _overrides(value: Any, problems: list) -> dict[str, Severity]:
+    if not isinstance(value, Mapping):
+        problems.append(("severity", f"must be a dict of check name to severity, got {type(value).__name__}"))
+        return {}
+    out = {}
+    allowed = ", ".join(s.value for s in Severity)
+    for check, sev in value.items():
+        if check not in DEFAULT_SEVERITY:
+            problems.append((f"severity.{check}", f"unknown check{_suggest(str(check), DEFAULT_SEVERITY)}"))
+        elif sev not in {s.value for s in Severity}:
+            problems.append((f"severity.{check}", f"{sev!r} is not one of {allowed}"))
+        else:
+            out[check] = Severity(sev)
+    return out
+
+
+def _number(raw: Mapping, key: str, kind: type, problems: list) -> Any:
+    value = raw.get(key)
+    if value is None:
+        return None
+    accepted = (int,) if kind is int else (int, float)
+    if isinstance(value, bool) or not isinstance(value, accepted) or value <= 0:
+        problems.append((key, f"must be a positive {'integer' if kind is int else 'number'}, got {value!r}"))
+        return None
+    return kind(value)
+
+
+FALLBACK = "*"
+
+
+def specs_from_object(obj: Mapping[str, Any], source: str) -> dict[str, Spec]:
+    """Read ``SPEC`` (one spec, used for every agent) or ``SPECS`` (agent name -> spec, ``*`` fallback)."""
+    if "SPECS" in obj:
+        specs = obj["SPECS"]
+        if not isinstance(specs, Mapping) or not specs:
+            raise InvalidSpec(source, [("SPECS", "must be a non-empty dict of agent name to spec")])
+        return {str(agent): Spec.from_dict(raw, name=str(agent)) for agent, raw in specs.items()}
+    if "SPEC" in obj:
+        return {FALLBACK: Spec.from_dict(obj["SPEC"], name=Path(source).stem)}
+    raise InvalidSpec(source, [("", "defines neither SPEC nor SPECS")])
+
+
+def load_specs(path: str | Path) -> dict[str, Spec]:
+    """Load specs from a Python file (defining SPEC or SPECS) or a JSON file of the same shape.
+
+    A Python spec file runs when loaded: it is trusted configuration. Where the channel that
+    delivers specs is not trusted, use JSON (``{"SPEC": {...}}``, ``{"SPECS": {...}}`` or a bare spec).
+    Raises InvalidSpec for a bad spec and OSError for an unreadable file.
+    """
+    path = Path(path)
+    if path.suffix == ".json":
+        try:
+            obj = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise InvalidSpec(str(path), [(f"line {e.lineno}", f"invalid JSON ({e.msg})")]) from None
+        if isinstance(obj, Mapping) and not {"SPEC", "SPECS"} & obj.keys():
+            obj = {"SPEC": obj}
+        if not isinstance(obj, Mapping):
+            raise InvalidSpec(str(path), [("", "a JSON spec file holds an object")])
+        return specs_from_object(obj, str(path))
+    if not path.is_file():
+        raise FileNotFoundError(f"spec file not found: {path}")
+    return specs_from_object(runpy.run_path(str(path)), str(path))
+
+
+def spec_for(specs: Mapping[str, Spec], agent: str | None) -> Spec | None:
+    """The spec for ``agent``: its own entry, else the ``*`` fallback, else None."""
+    if agent is not None and agent in specs:
+        return specs[agent]
+    return specs.get(FALLBACK)

@@ -1,0 +1,44 @@
+"""Severities and violations: what a check reports about one run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Severity(str, Enum):
+    """How a violation weighs on the gate. ``path_ok`` counts every severity, warnings included."""
+
+    HARD = "hard"
+    """Fails the gate on one occurrence."""
+    SOFT = "soft"
+    """Fails the gate only when strictly more than half of a case's runs have it."""
+    WARN = "warn"
+    """Never fails the gate; still makes the path bad (the metric tells the truth)."""
+    OFF = "off"
+    """The check does not run."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One finding on one run."""
+
+    check: str
+    """The check's name, e.g. ``taint``."""
+    severity: Severity
+    """The severity in force for this check under the spec."""
+    step: int | None
+    """Index of the offending step; None for run-level findings (a missing required tool)."""
+    tool: str | None
+    """The tool involved, when there is one."""
+    detail: str
+    """What a person needs to act: the values involved, which argument, which source."""
+    source: str | None = None
+    """For ``taint``: the untrusted tool that supplied the value (a metric label; not in the JSON report)."""
+
+    def to_dict(self) -> dict:
+        return {"check": self.check, "severity": self.severity.value, "step": self.step,
+                "tool": self.tool, "detail": self.detail}
