@@ -1,0 +1,290 @@
+"""Decode OTLP trace requests into compact span records the service can buffer per trace.
+
+Span data is attacker-influenced: a record keeps only the attribute keys and events the adapter reads,
+bounds every string, list and count, and never raises on content. Spans whose ids make them unusable
+are counted by reason (``Rejected``) so the receiver can answer with a partial success.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+from luckrate.adapters import InvalidInput
+
+DEFAULT_OUTPUT_ATTRIBUTE = "luckrate.output_ok"
+
+MAX_STRING = 64 * 1024
+"""Longest string value kept (characters); longer ones are cut."""
+MAX_SPAN_TEXT = 512 * 1024
+"""Total string characters kept per span; once spent, further strings are cut to what is left."""
+MAX_ATTRIBUTES = 512
+"""Attributes kept per span (flattened OpenInference message lists are the big ones)."""
+MAX_EVENTS = 64
+"""Events kept per span."""
+MAX_EVENT_ATTRIBUTES = 32
+MAX_ITEMS = 256
+"""Items kept per array or kvlist value."""
+MAX_DEPTH = 8
+"""Nesting kept inside array/kvlist values; deeper values become None."""
+MAX_STATUS_MESSAGE = 4 * 1024
+
+REJECT_REASONS = ("bad_trace_id", "bad_span_id", "bad_parent_id")
+"""The closed set of reasons a span is not kept (safe as a metric attribute)."""
+
+_KEEP_PREFIXES = (
+    "gen_ai.",
+    "openinference.",
+    "tool.",
+    "tool_call.",
+    "input.",
+    "output.",
+    "llm.input_messages.",
+    "llm.output_messages.",
+    "graph.node.",
+    "traceloop.",
+    "mcp.",
+)
+_KEEP_KEYS = frozenset({"agent.name", "metadata", "session.id", "error.type"})
+_KEEP_EVENT_PREFIXES = ("gen_ai.",)
+_KEEP_EVENTS = frozenset({"exception"})
+
+Attributes = tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SpanEvent:
+    """One span event the adapter reads (GenAI message events, evaluation results, exceptions)."""
+
+    name: str
+    time_ns: int
+    """Event time, Unix nanoseconds (0 when not recorded)."""
+    attributes: Attributes
+    """Bounded attributes, values converted to Python types."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return _lookup(self.attributes, key, default)
+
+
+@dataclass(frozen=True, slots=True)
+class SpanRecord:
+    """The part of one OTLP span the adapter reads; small enough to buffer many per trace."""
+
+    trace_id: bytes
+    """16 bytes, never all zero."""
+    span_id: bytes
+    """8 bytes, never all zero."""
+    parent_id: bytes
+    """8 bytes, or b"" for a root span."""
+    name: str
+    kind: int
+    """OTLP ``Span.SpanKind`` (1 internal, 2 server, 3 client, 4 producer, 5 consumer)."""
+    start_ns: int
+    end_ns: int
+    status_code: int
+    """OTLP ``Status.StatusCode``: 0 unset, 1 ok, 2 error."""
+    status_message: str
+    attributes: Attributes
+    """Only the keys the adapter reads, in the order sent; values are str/int/float/bool/list/dict/None."""
+    events: tuple[SpanEvent, ...] = ()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The attribute's value (the first one sent, if a key repeats)."""
+        return _lookup(self.attributes, key, default)
+
+    @property
+    def trace_hex(self) -> str:
+        return self.trace_id.hex()
+
+    @property
+    def span_hex(self) -> str:
+        return self.span_id.hex()
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """Spans of one request not kept, for one reason from ``REJECT_REASONS``."""
+
+    reason: str
+    count: int
+
+
+def _lookup(attributes: Attributes, key: str, default: Any) -> Any:
+    for k, v in attributes:
+        if k == key:
+            return v
+    return default
+
+
+def request_from_protobuf(body: bytes) -> ExportTraceServiceRequest:
+    """Decode a binary ``ExportTraceServiceRequest``; InvalidInput when it is not one."""
+    req = ExportTraceServiceRequest()
+    try:
+        req.ParseFromString(body)
+    except (DecodeError, RecursionError, ValueError) as e:
+        raise InvalidInput(f"undecodable OTLP protobuf ({e or type(e).__name__})") from None
+    return req
+
+
+def request_from_json(body: bytes | str) -> ExportTraceServiceRequest:
+    """Decode OTLP/JSON: hex ids, integer enums, lowerCamelCase keys, 64-bit ints as strings or
+    numbers, unknown fields ignored. An id that is not hex decodes to empty bytes so the span is
+    rejected (counted) instead of failing the whole request."""
+    try:
+        doc = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise InvalidInput(f"undecodable OTLP/JSON ({e})") from None
+    if not isinstance(doc, dict):
+        raise InvalidInput(f"OTLP/JSON must be an object, got {type(doc).__name__}")
+    try:
+        _hex_ids_to_base64(doc)
+        req = ExportTraceServiceRequest()
+        json_format.ParseDict(doc, req, ignore_unknown_fields=True)
+    except (json_format.ParseError, TypeError, AttributeError, RecursionError) as e:
+        raise InvalidInput(f"invalid OTLP/JSON ({e})") from None
+    return req
+
+
+def _hex_ids_to_base64(doc: dict[str, Any]) -> None:
+    # protobuf's JSON parser expects base64 for bytes; OTLP/JSON sends trace and span ids as hex.
+    for span in _json_spans(doc):
+        _convert_ids(span, ("traceId", "spanId", "parentSpanId"))
+        for link in span.get("links") or ():
+            if isinstance(link, dict):
+                _convert_ids(link, ("traceId", "spanId"))
+
+
+def _json_spans(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
+    for rs in _dicts(doc.get("resourceSpans")):
+        for ss in _dicts(rs.get("scopeSpans")):
+            yield from _dicts(ss.get("spans"))
+
+
+def _dicts(value: Any) -> Iterable[dict[str, Any]]:
+    if isinstance(value, list):
+        return (v for v in value if isinstance(v, dict))
+    return ()
+
+
+def _convert_ids(obj: dict[str, Any], keys: tuple[str, ...]) -> None:
+    for key in keys:
+        value = obj.get(key)
+        if isinstance(value, str):
+            obj[key] = base64.b64encode(_hex_bytes(value)).decode("ascii")
+
+
+def _hex_bytes(text: str) -> bytes:
+    try:
+        return bytes.fromhex(text)
+    except ValueError:
+        return b""
+
+
+def records_from_request(
+    req: ExportTraceServiceRequest, *, keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE
+) -> tuple[list[SpanRecord], list[Rejected]]:
+    """Compact every usable span of the request; count the others by reason. Never raises on content."""
+    records: list[SpanRecord] = []
+    rejected: dict[str, int] = {}
+    for rs in req.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                reason = _reject_reason(span)
+                if reason:
+                    rejected[reason] = rejected.get(reason, 0) + 1
+                else:
+                    records.append(_record(span, keep_attribute))
+    return records, [Rejected(r, n) for r, n in rejected.items()]
+
+
+def _reject_reason(span: Any) -> str | None:
+    if len(span.trace_id) != 16 or not any(span.trace_id):
+        return "bad_trace_id"
+    if len(span.span_id) != 8 or not any(span.span_id):
+        return "bad_span_id"
+    parent = span.parent_span_id
+    if parent and (len(parent) != 8 or not any(parent)):
+        # An all-zero parent is a root in some SDKs' eyes; treat it as one rather than reject.
+        return None if len(parent) == 8 else "bad_parent_id"
+    return None
+
+
+def _record(span: Any, keep_attribute: str) -> SpanRecord:
+    budget = _Budget(MAX_SPAN_TEXT)
+    parent = bytes(span.parent_span_id)
+    return SpanRecord(
+        trace_id=bytes(span.trace_id),
+        span_id=bytes(span.span_id),
+        parent_id=parent if any(parent) else b"",
+        name=budget.text(span.name, 1024),
+        kind=int(span.kind),
+        start_ns=int(span.start_time_unix_nano),
+        end_ns=int(span.end_time_unix_nano),
+        status_code=int(span.status.code),
+        status_message=budget.text(span.status.message, MAX_STATUS_MESSAGE),
+        attributes=_attributes(span.attributes, keep_attribute, budget),
+        events=_events(span.events, budget),
+    )
+
+
+def _wanted(key: str, keep_attribute: str) -> bool:
+    return key == keep_attribute or key in _KEEP_KEYS or key.startswith(_KEEP_PREFIXES)
+
+
+def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> Attributes:
+    out: list[tuple[str, Any]] = []
+    for kv in kvs:
+        if len(out) >= MAX_ATTRIBUTES and kv.key != keep_attribute:
+            continue
+        if _wanted(kv.key, keep_attribute):
+            out.append((kv.key[:256], budget.value(kv.value, 0)))
+    return tuple(out)
+
+
+def _events(events: Iterable[Any], budget: "_Budget") -> tuple[SpanEvent, ...]:
+    out: list[SpanEvent] = []
+    for ev in events:
+        if len(out) >= MAX_EVENTS:
+            break
+        if ev.name in _KEEP_EVENTS or ev.name.startswith(_KEEP_EVENT_PREFIXES):
+            attrs = tuple(
+                (kv.key[:256], budget.value(kv.value, 0)) for kv in list(ev.attributes)[:MAX_EVENT_ATTRIBUTES]
+            )
+            out.append(SpanEvent(ev.name[:256], int(ev.time_unix_nano), attrs))
+    return tuple(out)
+
+
+class _Budget:
+    """Converts AnyValue to Python while spending a per-span allowance of string characters."""
+
+    def __init__(self, chars: int):
+        self.left = chars
+
+    def text(self, s: str, limit: int = MAX_STRING) -> str:
+        cut = s[: max(0, min(limit, self.left))]
+        self.left -= len(cut)
+        return cut
+
+    def value(self, v: AnyValue, depth: int) -> Any:
+        which = v.WhichOneof("value")
+        if which == "string_value":
+            return self.text(v.string_value)
+        if which in ("bool_value", "int_value", "double_value"):
+            return getattr(v, which)
+        if which == "bytes_value":
+            return self.text(bytes(v.bytes_value[: MAX_STRING // 2]).hex())
+        if depth >= MAX_DEPTH:
+            return None
+        if which == "array_value":
+            return [self.value(x, depth + 1) for x in v.array_value.values[:MAX_ITEMS]]
+        if which == "kvlist_value":
+            return {kv.key[:256]: self.value(kv.value, depth + 1) for kv in v.kvlist_value.values[:MAX_ITEMS]}
+        return None  # unset, or profiles-only string_value_strindex

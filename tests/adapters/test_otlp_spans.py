@@ -1,0 +1,160 @@
+"""Decoding OTLP requests into bounded span records (the service's buffer format)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from luckrate.adapters import InvalidInput
+from luckrate.adapters.otlp import records_from_request, request_from_json, request_from_protobuf
+from luckrate.adapters.otlp import spans as spans_mod
+
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+SPAN = "00f067aa0ba902b7"
+PARENT = "a3ce929d0e0e4736"
+
+
+def otlp_json(*spans: dict) -> bytes:
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": list(spans)}]}]}).encode()
+
+
+def span(**over) -> dict:
+    base = {
+        "traceId": TRACE,
+        "spanId": SPAN,
+        "parentSpanId": PARENT,
+        "name": "execute_tool refund_order",
+        "kind": 1,
+        "startTimeUnixNano": "1767225600123000000",
+        "endTimeUnixNano": 1767225600456000000,
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+            {"key": "http.url", "value": {"stringValue": "dropped: not read by the adapter"}},
+            {"key": "luckrate.output_ok", "value": {"boolValue": True}},
+            {"key": "gen_ai.tool.call.arguments", "value": {"kvlistValue": {"values": [
+                {"key": "order_id", "value": {"stringValue": "99817"}},
+                {"key": "n", "value": {"intValue": "5"}},
+                {"key": "xs", "value": {"arrayValue": {"values": [{"doubleValue": 1.5}]}}},
+            ]}}},
+        ],
+        "events": [
+            {"name": "gen_ai.evaluation.result", "timeUnixNano": "5",
+             "attributes": [{"key": "gen_ai.evaluation.score.label", "value": {"stringValue": "pass"}}]},
+            {"name": "some.other.event"},
+        ],
+        "status": {"code": 2, "message": "not allowed"},
+        "unknownField": {"ignored": True},
+    }
+    base.update(over)
+    return base
+
+
+def test_json_decodes_hex_ids_camel_case_and_int_forms():
+    records, rejected = records_from_request(request_from_json(otlp_json(span())))
+    assert rejected == []
+    (r,) = records
+    assert (r.trace_hex, r.span_hex, r.parent_id.hex()) == (TRACE, SPAN, PARENT)
+    assert (r.start_ns, r.end_ns, r.kind, r.status_code, r.status_message) == (
+        1767225600123000000, 1767225600456000000, 1, 2, "not allowed")
+    assert r.get("gen_ai.tool.call.arguments") == {"order_id": "99817", "n": 5, "xs": [1.5]}
+    assert r.get("luckrate.output_ok") is True
+    assert r.get("http.url") is None  # not a key the adapter reads: not buffered
+    assert [e.name for e in r.events] == ["gen_ai.evaluation.result"]
+    assert r.events[0].get("gen_ai.evaluation.score.label") == "pass"
+
+
+def test_protobuf_round_trip_matches_json():
+    req = request_from_json(otlp_json(span()))
+    again = request_from_protobuf(req.SerializeToString())
+    assert records_from_request(again) == records_from_request(req)
+
+
+def test_configured_output_attribute_is_kept():
+    attrs = [{"key": "my.ok", "value": {"boolValue": False}}]
+    req = request_from_json(otlp_json(span(attributes=attrs)))
+    assert records_from_request(req)[0][0].get("my.ok") is None
+    assert records_from_request(req, keep_attribute="my.ok")[0][0].get("my.ok") is False
+
+
+def test_root_span_has_empty_parent_including_all_zero_parent():
+    req = request_from_json(otlp_json(span(parentSpanId=""), span(spanId="00f067aa0ba902b8", parentSpanId="0" * 16)))
+    records, rejected = records_from_request(req)
+    assert rejected == [] and [r.parent_id for r in records] == [b"", b""]
+
+
+@pytest.mark.parametrize(
+    "over, reason",
+    [
+        ({"traceId": "00" * 16}, "bad_trace_id"),
+        ({"traceId": "abcd"}, "bad_trace_id"),
+        ({"traceId": "not hex at all"}, "bad_trace_id"),
+        ({"traceId": ""}, "bad_trace_id"),
+        ({"spanId": "00" * 8}, "bad_span_id"),
+        ({"spanId": "abcdef"}, "bad_span_id"),
+        ({"parentSpanId": "abcdef"}, "bad_parent_id"),
+    ],
+)
+def test_unusable_spans_are_counted_not_raised(over, reason):
+    req = request_from_json(otlp_json(span(**over), span(**over), span(spanId="1111111111111111")))
+    records, rejected = records_from_request(req)
+    assert [r.span_hex for r in records] == ["1111111111111111"]
+    assert [(x.reason, x.count) for x in rejected] == [(reason, 2)]
+    assert reason in spans_mod.REJECT_REASONS
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (b"", "undecodable OTLP/JSON (Expecting value: line 1 column 1 (char 0))"),
+        (b"[]", "OTLP/JSON must be an object, got list"),
+        (b"\xff{", "undecodable OTLP/JSON ('utf-8' codec can't decode byte 0xff in position 0: invalid start byte)"),
+        (b'{"resourceSpans": 3}', "invalid OTLP/JSON (Failed to parse resourceSpans field: repeated field "
+         "resourceSpans must be in [] which is 3 at ExportTraceServiceRequest.)"),
+    ],
+)
+def test_undecodable_json_raises_invalid_input(body, message):
+    with pytest.raises(InvalidInput) as e:
+        request_from_json(body)
+    assert str(e.value) == message
+
+
+def test_undecodable_protobuf_raises_invalid_input():
+    with pytest.raises(InvalidInput, match=r"^undecodable OTLP protobuf \("):
+        request_from_protobuf(b"\xff\xff\xff")
+
+
+def test_strings_lists_and_counts_are_bounded():
+    huge = "x" * (spans_mod.MAX_STRING * 3)
+    attrs = [{"key": f"gen_ai.k{i}", "value": {"stringValue": huge}} for i in range(12)]
+    attrs += [{"key": f"tool.k{i}", "value": {"intValue": i}} for i in range(spans_mod.MAX_ATTRIBUTES + 50)]
+    attrs.append({"key": "gen_ai.list", "value": {"arrayValue": {"values": [{"intValue": 1}] * 1000}}})
+    attrs.append({"key": "luckrate.output_ok", "value": {"boolValue": True}})
+    events = [{"name": "exception", "attributes": [{"key": f"k{i}", "value": {"intValue": i}} for i in range(100)]}]
+    req = request_from_json(otlp_json(span(attributes=attrs, events=events * 200)))
+    (r,) = records_from_request(req)[0]
+    strings = [v for _, v in r.attributes if isinstance(v, str)]
+    assert max(map(len, strings)) == spans_mod.MAX_STRING
+    assert sum(map(len, strings)) <= spans_mod.MAX_SPAN_TEXT
+    assert len(r.attributes) == spans_mod.MAX_ATTRIBUTES + 1  # the output attribute is kept past the bound
+    assert r.get("luckrate.output_ok") is True
+    assert len(r.events) == spans_mod.MAX_EVENTS
+    assert len(r.events[0].attributes) == spans_mod.MAX_EVENT_ATTRIBUTES
+
+
+def test_deep_nesting_is_cut():
+    value: dict = {"stringValue": "leaf"}
+    for _ in range(30):
+        value = {"arrayValue": {"values": [value]}}
+    req = request_from_json(otlp_json(span(attributes=[{"key": "gen_ai.deep", "value": value}])))
+    v = records_from_request(req)[0][0].get("gen_ai.deep")
+    depth = 0
+    while isinstance(v, list):
+        v, depth = v[0], depth + 1
+    assert v is None and depth == spans_mod.MAX_DEPTH
+
+
+def test_empty_request_is_fine():
+    assert records_from_request(ExportTraceServiceRequest()) == ([], [])
+    assert records_from_request(request_from_json(b"{}")) == ([], [])
