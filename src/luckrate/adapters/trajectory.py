@@ -124,3 +124,10 @@ def read_trajectories(text: str, source: str) -> Iterator[Trajectory]:
             yield trajectory_from_dict(obj)
         except InvalidInput as e:
             raise e.at(where) from None
+
+
+def read_file(data: bytes, source: str) -> list[Trajectory]:
+    """The CLI reader for ``--format trajectory``."""
+    from luckrate.adapters.formats import decode_text
+
+    return list(read_trajectories(decode_text(data, source), source))

@@ -1,0 +1,33 @@
+"""The input formats the CLI reads, each a reader ``(data: bytes, source: str) -> list[Trajectory]``.
+
+Readers raise InvalidInput naming what is wrong and where; they are imported on first use so one
+format's module never slows another down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import import_module
+
+from luckrate.adapters import InvalidInput
+from luckrate.core.step import Trajectory
+
+Reader = Callable[[bytes, str], list[Trajectory]]
+
+FORMATS: dict[str, tuple[str, str]] = {
+    "trajectory": ("luckrate.adapters.trajectory", "read_file"),
+}
+"""Format name -> (module, reader function)."""
+
+
+def reader(name: str) -> Reader:
+    module, function = FORMATS[name]
+    return getattr(import_module(module), function)
+
+
+def decode_text(data: bytes, source: str) -> str:
+    """Text formats are UTF-8 (a BOM is tolerated); anything else is bad input, not a traceback."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InvalidInput(f"not UTF-8 text (byte {e.start})", source) from None

@@ -1,0 +1,125 @@
+"""The `luckrate` command: grade, convert, serve, demo.
+
+Exit codes: 0 the gate passed (or the command succeeded), 1 the gate failed, 2 bad input or usage.
+Bad input is one line on stderr naming the file (and line, trace, span or message) and the problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from luckrate.adapters import InvalidInput
+from luckrate.adapters.formats import FORMATS, reader
+from luckrate.adapters.trajectory import trajectory_to_dict
+from luckrate.core.gate import gate
+from luckrate.core.grade import RunGrade, grade
+from luckrate.core.metric import LuckRate
+from luckrate.core.spec import InvalidSpec, Spec, load_specs, spec_for
+from luckrate.core.step import Trajectory
+from luckrate.progress import Progress
+from luckrate.report import as_json, as_text
+
+EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad input that is not an adapter's: a missing file, a run without a spec."""
+
+
+def _read_all(paths: Sequence[str], fmt: str) -> list[Trajectory]:
+    read = reader(fmt)
+    runs: list[Trajectory] = []
+    for path in paths:
+        try:
+            data = Path(path).read_bytes()
+        except OSError as e:
+            raise UsageError(f"{path}: cannot read ({e.strerror})") from None
+        runs.extend(read(data, path))
+    return runs
+
+
+def _grade_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[RunGrade]:
+    grades = []
+    with Progress(len(runs), "grading") as progress:
+        for traj in runs:
+            spec = spec_for(specs, traj.agent)
+            if spec is None:
+                raise UsageError(f"run {traj.id}: no spec for agent {traj.agent!r} and no '*' fallback")
+            grades.append(grade(traj, spec))
+            progress.advance()
+    return grades
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    specs = load_specs(args.spec)
+    grades = _grade_all(_read_all(args.files, args.format), specs)
+    luck, result = LuckRate.of(grades), gate(grades)
+    print(as_json(grades, luck, result) if args.json else as_text(grades, luck, result))
+    return EXIT_GATE_FAILED if result.failed else EXIT_OK
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    for traj in _read_all(args.files, args.format):
+        print(json.dumps(trajectory_to_dict(traj), ensure_ascii=False))
+    return EXIT_OK
+
+
+def _add_format(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=sorted(FORMATS), default="trajectory",
+                        help="input format (default: trajectory, luckrate's JSON / JSON Lines form)")
+    parser.add_argument("files", nargs="+", metavar="FILE")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="luckrate", description="Grade AI-agent trajectories against a spec.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("grade", help="grade runs; exit 1 when the gate fails")
+    p.add_argument("--spec", required=True, help="spec file: Python (SPEC / SPECS) or JSON")
+    p.add_argument("--json", action="store_true", help="print the JSON report")
+    _add_format(p)
+    p.set_defaults(func=cmd_grade)
+
+    p = sub.add_parser("convert", help="print the trajectories read from FILEs as JSON Lines")
+    _add_format(p)
+    p.set_defaults(func=cmd_convert)
+
+    _add_lazy(sub, "serve", "luckrate.service.app", "receive OTLP traces, grade them, export metrics")
+    _add_lazy(sub, "demo", "luckrate.demo", "send demo agent traces to an OTLP endpoint")
+    return parser
+
+
+def _add_lazy(sub, name: str, module: str, help: str) -> None:
+    """A subcommand whose module defines ``add_arguments(parser)`` and ``run(args) -> int``."""
+    from importlib import import_module
+
+    try:
+        mod = import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name != module:
+            raise
+        return  # not built yet
+    p = sub.add_parser(name, help=help)
+    mod.add_arguments(p)
+    p.set_defaults(func=mod.run)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (InvalidInput, InvalidSpec, UsageError, FileNotFoundError) as e:
+        print(f"luckrate: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _one_line(e: Exception) -> str:
+    return "; ".join(line.strip() for line in str(e).splitlines() if line.strip())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
