@@ -69,4 +69,4 @@ def test_a_broken_unit_test_fails(tmp_path: Path) -> None:
     copy = tmp_path / "broken.yml"
     copy.write_text(broken)
     done = _run("test", "rules", copy)
-    assert done.returncode != 0 and "0.3" in done.stdout + done.stderr
+    assert done.returncode != 0 and "ratio_rate5m" in done.stdout + done.stderr
