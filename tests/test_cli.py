@@ -1,0 +1,96 @@
+"""`luckrate grade` / `convert`: exit codes, the JSON shape, one-line errors for bad input."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from luckrate.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = str(ROOT / "examples" / "spec.py")
+RUNS = str(ROOT / "examples" / "runs.jsonl")
+
+CLEAN = {"id": "ok-1", "case": "c", "agent": "support", "input": "refund ORD-12345", "output_ok": True,
+         "steps": [{"tool": "lookup_order", "args": {"order_id": "ORD-12345"}, "result": "ORD-12345 delivered"}]}
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text) if isinstance(text, str) else path.write_bytes(text)
+    return str(path)
+
+
+def test_examples_fail_the_gate_with_the_documented_json_shape(capsys):
+    assert main(["grade", "--spec", SPEC, "--json", RUNS]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert set(report) == {"runs", "luck", "gate"}
+    assert set(report["luck"]) == {"lucky", "passed", "rate"}
+    assert set(report["gate"]) == {"failed", "reasons"}
+    for r in report["runs"]:
+        assert set(r) == {"id", "case", "agent", "output_ok", "path_ok", "violations"}
+        for v in r["violations"]:
+            assert set(v) == {"check", "severity", "step", "tool", "detail"}
+    by_id = {r["id"]: r for r in report["runs"]}
+    assert [v["check"] for v in by_id["faq-1"]["violations"]] == ["taint"]
+    assert report["luck"] == {"lucky": 2, "passed": 4, "rate": 0.5}
+    assert report["gate"]["failed"] is True
+
+
+def test_clean_run_passes(tmp_path, capsys):
+    assert main(["grade", "--spec", SPEC, write(tmp_path, "r.json", json.dumps(CLEAN))]) == 0
+    out = capsys.readouterr().out
+    assert "Luck Rate 0.0% (0 of 1 passing run)" in out and "Gate: passed" in out
+
+
+def test_no_passing_runs_prints_dash(tmp_path, capsys):
+    run = dict(CLEAN, output_ok=None)
+    assert main(["grade", "--spec", SPEC, "--json", write(tmp_path, "r.json", json.dumps(run))]) == 0
+    assert json.loads(capsys.readouterr().out)["luck"] == {"lucky": 0, "passed": 0, "rate": None}
+
+
+BAD = [
+    ("empty.jsonl", "", "{path}: empty file"),
+    ("bad.jsonl", json.dumps(CLEAN) + "\n{not json\n", "{path}:2: invalid JSON (Expecting property name enclosed in double quotes at column 2)"),
+    ("noid.json", json.dumps({"steps": []}), "{path}: missing 'id' (a non-empty string)"),
+    ("notool.jsonl", json.dumps({"id": "x", "steps": [{"args": {}}]}), "{path}: run 'x' steps[0]: missing 'tool' (a non-empty string)"),
+    ("ok.jsonl", json.dumps({"id": "x", "output_ok": "yes"}), "{path}: run 'x': 'output_ok' must be true, false or null"),
+    ("bin.json", b"\xff\xfe\x00", "{path}: not UTF-8 text (byte 0)"),
+]
+
+
+@pytest.mark.parametrize("name, content, message", BAD)
+def test_bad_file_exits_2_with_one_line(tmp_path, capsys, name, content, message):
+    path = write(tmp_path, name, content)
+    assert main(["grade", "--spec", SPEC, path]) == 2
+    err = capsys.readouterr().err
+    assert err == f"luckrate: error: {message.format(path=path)}\n"
+
+
+def test_missing_file_and_bad_spec_exit_2(tmp_path, capsys):
+    assert main(["grade", "--spec", SPEC, str(tmp_path / "nope.jsonl")]) == 2
+    assert "nope.jsonl: cannot read (No such file or directory)" in capsys.readouterr().err
+    spec = write(tmp_path, "spec.py", "SPEC = {'tools': ['a'], 'required': ['b']}\n")
+    assert main(["grade", "--spec", spec, RUNS]) == 2
+    assert capsys.readouterr().err == "luckrate: error: 1 problem in spec 'spec'; required[0]: unknown tool 'b'\n"
+
+
+def test_no_spec_for_agent_exits_2(tmp_path, capsys):
+    spec = write(tmp_path, "specs.py", "SPECS = {'billing': {}}\n")
+    assert main(["grade", "--spec", spec, RUNS]) == 2
+    assert "no spec for agent 'support'" in capsys.readouterr().err
+
+
+def test_usage_error_exits_2():
+    proc = subprocess.run([sys.executable, "-m", "luckrate.cli", "grade", RUNS], capture_output=True, text=True)
+    assert proc.returncode == 2 and "--spec" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_convert_round_trips(tmp_path, capsys):
+    assert main(["convert", RUNS]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    path = write(tmp_path, "again.jsonl", "\n".join(lines))
+    assert main(["convert", path]) == 0
+    assert capsys.readouterr().out.splitlines() == lines
