@@ -1,0 +1,1 @@
+"""``luckrate serve``: OTLP receivers → trace assembly → streaming grader → OTel metrics."""

@@ -1,0 +1,185 @@
+"""``luckrate serve``: wire receivers → assembler → worker → telemetry, run until SIGTERM/SIGINT.
+
+``add_arguments(parser)`` and ``run(args) -> exit code`` are what ``luckrate.cli`` calls.
+Exit codes: 0 clean shutdown (every buffered trace graded and metrics flushed), 1 a shutdown that missed
+its deadline or a listener that could not bind, 2 bad configuration or spec.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+from luckrate.core.spec import InvalidSpec, load_specs
+from luckrate.service.assembler import Assembler, AssemblerLoop, Limits, SpanBudget
+from luckrate.service.config import KEYS, InvalidConfig, ServiceConfig, build_config, finalize, load_config
+from luckrate.service.intake import Intake
+from luckrate.service.prometheus import MetricsServer, PrometheusReader
+from luckrate.service.receiver_grpc import GrpcReceiver
+from luckrate.service.receiver_http import HttpReceiver
+from luckrate.service.security import grpc_credentials, http_context
+from luckrate.service.telemetry import Labels, Telemetry
+from luckrate.service.worker import VerdictLog, Worker
+
+log = logging.getLogger("luckrate.service")
+
+_FLAGS = (
+    # (flag, config key, type, help)
+    ("--spec", "spec", str, "spec file (Python or JSON) defining SPEC or SPECS"),
+    ("--config", None, str, "TOML config file; flags override its values"),
+    ("--grpc", "grpc", str, "OTLP/gRPC listen HOST:PORT, or off (default 127.0.0.1:4317)"),
+    ("--http", "http", str, "OTLP/HTTP listen HOST:PORT, or off (default 127.0.0.1:4318)"),
+    ("--prometheus", "prometheus", str, "Prometheus /metrics HOST:PORT, or off (default 127.0.0.1:9464)"),
+    ("--otlp-metrics", "otlp_metrics", str, "push metrics over OTLP/HTTP to this URL (…/v1/metrics)"),
+    ("--otlp-metrics-interval", "otlp_metrics_interval", float, "seconds between OTLP pushes (default 15)"),
+    ("--root-grace", "root_grace", float, "quiet seconds after the root span before grading (default 2)"),
+    ("--idle-timeout", "idle_timeout", float, "quiet seconds before grading a trace without root (default 30)"),
+    ("--max-trace-age", "max_trace_age", float, "grade a trace this many seconds after its first span"),
+    ("--max-spans-per-trace", "max_spans_per_trace", int, "grade a trace once it has this many spans"),
+    ("--max-buffered-spans", "max_buffered_spans", int, "spans buffered before back-pressure"),
+    ("--max-request-bytes", "max_request_bytes", int, "largest request after decompression (default 64 MiB)"),
+    ("--output-attribute", "output_attribute", str, "span attribute with the output verdict"),
+    ("--output-evaluation", "output_evaluation", str, "gen_ai.evaluation.result name that decides output_ok"),
+    ("--verdict-log", "verdict_log", str, "JSON Lines file of graded traces with violations"),
+    ("--max-agents", "max_agents", int, "with one SPEC: distinct agent labels before 'other' (default 20)"),
+    ("--shutdown-timeout", "shutdown_timeout", float, "seconds to drain on SIGTERM (default 30)"),
+    ("--tls-cert", "tls_cert", str, "PEM certificate chain (TLS on both receivers)"),
+    ("--tls-key", "tls_key", str, "PEM private key"),
+    ("--tls-client-ca", "tls_client_ca", str, "PEM CA: require client certificates (mutual TLS)"),
+    ("--bearer-token-file", "bearer_token_file", str, "file with the bearer token clients must send"),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Every flag defaults to None so that only flags really given override the config file."""
+    for flag, key, kind, help_text in _FLAGS:
+        parser.add_argument(flag, dest=key or "config", type=kind, default=None, help=help_text)
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+
+
+def config_from_args(args: argparse.Namespace) -> ServiceConfig:
+    base = load_config(args.config) if getattr(args, "config", None) else ServiceConfig()
+    given = {k: getattr(args, k) for k in KEYS if getattr(args, k, None) is not None}
+    cfg = build_config(given, "command line", base)
+    return finalize(cfg, args.config or "command line")
+
+
+@dataclass
+class Service:
+    """The running pieces; ``start`` then ``stop`` (``stop`` alone is safe)."""
+
+    cfg: ServiceConfig
+    telemetry: Telemetry
+    budget: SpanBudget
+    loop: AssemblerLoop
+    worker: Worker
+    intake: Intake
+    receivers: list
+    metrics: MetricsServer | None
+
+    def start(self) -> None:
+        if self.metrics is not None:
+            self.metrics.start()
+        self.worker.start()
+        self.loop.start()
+        for r in self.receivers:
+            r.start()
+
+    def addresses(self) -> str:
+        parts = [f"{r.name} {r.endpoint.host}:{r.port}" for r in self.receivers]
+        if self.metrics is not None:
+            parts.append(f"prometheus {self.metrics.endpoint.host}:{self.metrics.port}")
+        return " ".join(parts)
+
+    def stop(self, timeout: float) -> bool:
+        """Stop accepting, grade every buffered trace (reason ``shutdown``), flush metrics.
+        Returns False when the deadline passed before everything was graded."""
+        deadline = time.monotonic() + timeout
+        self.intake.close()
+        for r in self.receivers:
+            r.shutdown()
+        done = self.loop.stop(max(0.1, deadline - time.monotonic()))
+        done = self.worker.stop(max(0.1, deadline - time.monotonic())) and done
+        self.telemetry.shutdown(max(1.0, deadline - time.monotonic()))
+        if self.metrics is not None:
+            self.metrics.shutdown()
+        return done
+
+
+def build(cfg: ServiceConfig, specs) -> Service:
+    """Assemble the service from a finalized config and loaded specs (nothing listens yet)."""
+    from luckrate.adapters.otlp import OutputRule, trajectory_from_spans
+
+    readers, prom = [], None
+    if cfg.prometheus is not None:
+        prom = PrometheusReader()
+        readers.append(prom)
+    if cfg.otlp_metrics:
+        readers.append(_otlp_reader(cfg))
+    telemetry = Telemetry(readers, Labels(specs, cfg.max_agents))
+    budget = SpanBudget(cfg.max_buffered_spans)
+    rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation)
+    worker = Worker(specs, lambda spans: trajectory_from_spans(spans, rule), telemetry, release=budget.release,
+                    verdict_log=VerdictLog(cfg.verdict_log) if cfg.verdict_log else None)
+    limits = Limits(cfg.root_grace, cfg.idle_timeout, cfg.max_trace_age, cfg.max_spans_per_trace, cfg.late_memory,
+                    bucket=min(0.05, cfg.root_grace / 4))
+    loop = AssemblerLoop(Assembler(worker.submit, limits=limits, count=telemetry.add, release=budget.release),
+                         tick=limits.bucket)
+    intake = Intake(loop.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute)
+    common = dict(max_request_bytes=cfg.max_request_bytes, retry_after=cfg.retry_after, token=cfg.bearer_token)
+    receivers = []
+    if cfg.grpc is not None:
+        receivers.append(GrpcReceiver(cfg.grpc, intake, credentials=grpc_credentials(cfg), **common))
+    if cfg.http is not None:
+        receivers.append(HttpReceiver(cfg.http, intake, tls=http_context(cfg), **common))
+    metrics = MetricsServer(cfg.prometheus, prom) if prom is not None else None
+    return Service(cfg, telemetry, budget, loop, worker, intake, receivers, metrics)
+
+
+def _otlp_reader(cfg: ServiceConfig):
+    """OTLP push uses the SDK's own exporter (retries, encoding), imported only when asked for."""
+    try:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    except ImportError:
+        raise InvalidConfig("command line", [(
+            "otlp_metrics", "needs the package opentelemetry-exporter-otlp-proto-http "
+                            "(pip install 'opentelemetry-exporter-otlp-proto-http')")]) from None
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+    return PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=cfg.otlp_metrics),
+                                         export_interval_millis=cfg.otlp_metrics_interval * 1000)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=getattr(args, "log_level", "INFO") or "INFO", stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        cfg = config_from_args(args)
+        specs = load_specs(cfg.spec)
+        service = build(cfg, specs)
+    except (InvalidConfig, InvalidSpec, OSError) as e:
+        print(f"luckrate serve: {e}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        service.start()
+    except (OSError, RuntimeError) as e:
+        print(f"luckrate serve: cannot listen: {e}", file=sys.stderr)
+        service.stop(cfg.shutdown_timeout)
+        return 1
+    print(f"luckrate serve: listening {service.addresses()}", flush=True)
+    while not stop.wait(0.5):  # a timed wait keeps the main thread responsive to signals
+        pass
+    log.info("stopping: grading %d buffered trace(s)", service.loop.assembler.active)
+    ok = service.stop(cfg.shutdown_timeout)
+    if not ok:
+        log.error("shutdown deadline (%.0f s) passed before every buffered trace was graded", cfg.shutdown_timeout)
+    print("luckrate serve: stopped", flush=True)
+    return 0 if ok else 1

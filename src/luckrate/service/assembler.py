@@ -1,0 +1,243 @@
+"""Trace assembly: buffer span records per trace id until the trace is complete, then hand it on.
+
+One thread owns the ``Assembler`` (``AssemblerLoop``); receivers hand it batches through a queue whose
+size is bounded by the ``SpanBudget`` they must reserve from first. Completion is decided in time
+buckets (like the tail-sampling idbatcher), not with a timer per trace, and the clock is injected so
+tests advance a fake one.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+import queue
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from luckrate.adapters.otlp import SpanRecord
+
+log = logging.getLogger(__name__)
+
+Count = Callable[..., None]
+"""``count(instrument_name, value, **attributes)``: Telemetry.add or a test's recorder."""
+
+
+def _no_count(name: str, value: float = 1, **attributes: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Limits:
+    """When a trace counts as complete."""
+
+    root_grace: float = 2.0
+    """Seconds without a new span after the root span arrived (spans are exported once ended)."""
+    idle_timeout: float = 30.0
+    """Seconds without a new span, root or not."""
+    max_trace_age: float = 300.0
+    """Seconds since the first span, whatever still arrives."""
+    max_spans_per_trace: int = 10_000
+    late_memory: int = 100_000
+    """Completed trace ids remembered, so their stragglers count as late rather than start a new trace."""
+    bucket: float = 0.05
+    """Expiry granularity in seconds; a trace completes at most this long after it is due."""
+
+
+@dataclass(frozen=True)
+class CompletedTrace:
+    """A trace handed to the grader."""
+
+    trace_id: bytes
+    spans: tuple[SpanRecord, ...]
+    """In arrival order; the adapter orders steps by time, so arrival order does not matter."""
+    reason: str
+    """One of ``telemetry.COMPLETION_REASONS``."""
+    first_seen: float
+    """Clock time the first span arrived (for the first-span-to-verdict delay)."""
+
+
+class SpanBudget:
+    """Spans accepted and not yet graded; receivers reserve before handing spans over (back-pressure)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._used = 0
+        self._lock = threading.Lock()
+
+    @property
+    def used(self) -> int:
+        return self._used
+
+    def try_acquire(self, n: int) -> bool:
+        with self._lock:
+            if self._used + n > self.limit:
+                return False
+            self._used += n
+            return True
+
+    def release(self, n: int) -> None:
+        with self._lock:
+            self._used = max(0, self._used - n)
+
+
+class _Trace:
+    __slots__ = ("spans", "first_seen", "last_seen", "root_seen", "due", "due_reason")
+
+    def __init__(self, now: float):
+        self.spans: dict[bytes, SpanRecord] = {}
+        self.first_seen = now
+        self.last_seen = now
+        self.root_seen = False
+        self.due = math.inf
+        self.due_reason = "idle"
+
+
+class Assembler:
+    """Single-threaded: only its owner calls ``add``, ``expire`` and ``drain``."""
+
+    def __init__(self, emit: Callable[[CompletedTrace], None], *, limits: Limits = Limits(),
+                 clock: Callable[[], float] = time.monotonic, count: Count = _no_count,
+                 release: Callable[[int], None] = lambda n: None):
+        self._emit = emit
+        self._limits = limits
+        self._clock = clock
+        self._count = count
+        self._release = release
+        self._traces: dict[bytes, _Trace] = {}
+        self._done: OrderedDict[bytes, None] = OrderedDict()
+        self._buckets: dict[int, set[bytes]] = {}
+        self._heap: list[int] = []
+
+    @property
+    def active(self) -> int:
+        return len(self._traces)
+
+    def add(self, records: Iterable[SpanRecord]) -> None:
+        """Buffer spans; duplicates and late spans are counted, released from the budget and dropped."""
+        now = self._clock()
+        dropped = {"luckrate.spans.duplicate": 0, "luckrate.spans.late": 0}
+        touched: dict[bytes, _Trace] = {}
+        for rec in records:
+            tid = rec.trace_id
+            if tid in self._done:
+                dropped["luckrate.spans.late"] += 1
+                continue
+            trace = self._traces.get(tid)
+            if trace is None:
+                trace = self._traces[tid] = _Trace(now)
+                self._count("luckrate.traces.active", 1)
+            if rec.span_id in trace.spans:
+                dropped["luckrate.spans.duplicate"] += 1
+                continue
+            trace.spans[rec.span_id] = rec
+            trace.last_seen = now
+            trace.root_seen = trace.root_seen or not rec.parent_id
+            touched[tid] = trace
+            if len(trace.spans) >= self._limits.max_spans_per_trace:
+                self._complete(tid, "max_spans")
+                touched.pop(tid)
+        for tid, trace in touched.items():
+            self._schedule(tid, trace)
+        for name, n in dropped.items():
+            if n:
+                self._count(name, n)
+                self._release(n)
+
+    def expire(self) -> int:
+        """Complete every trace that is due by now; returns how many."""
+        now = self._clock()
+        last_key = math.floor(now / self._limits.bucket)
+        completed = 0
+        while self._heap and self._heap[0] <= last_key:
+            for tid in self._buckets.pop(heapq.heappop(self._heap), ()):
+                trace = self._traces.get(tid)
+                # Stale entries (the trace got a newer span and a later due time) are skipped.
+                if trace is not None and trace.due <= now:
+                    self._complete(tid, trace.due_reason)
+                    completed += 1
+        return completed
+
+    def drain(self, reason: str = "shutdown") -> int:
+        """Complete every buffered trace now (shutdown); returns how many."""
+        tids = list(self._traces)
+        for tid in tids:
+            self._complete(tid, reason)
+        self._buckets.clear()
+        self._heap.clear()
+        return len(tids)
+
+    def _schedule(self, tid: bytes, trace: _Trace) -> None:
+        lim = self._limits
+        quiet = lim.root_grace if trace.root_seen else lim.idle_timeout
+        due, reason = trace.last_seen + quiet, "root_ended" if trace.root_seen else "idle"
+        if trace.first_seen + lim.max_trace_age < due:
+            due, reason = trace.first_seen + lim.max_trace_age, "max_age"
+        trace.due, trace.due_reason = due, reason
+        key = math.ceil(due / lim.bucket)
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = set()
+            heapq.heappush(self._heap, key)
+        bucket.add(tid)
+
+    def _complete(self, tid: bytes, reason: str) -> None:
+        trace = self._traces.pop(tid)
+        self._done[tid] = None
+        if len(self._done) > self._limits.late_memory:
+            self._done.popitem(last=False)
+        self._count("luckrate.traces.active", -1)
+        self._count("luckrate.traces.completed", 1, reason=reason)
+        self._count("luckrate.spans.assembled", len(trace.spans))
+        self._emit(CompletedTrace(tid, tuple(trace.spans.values()), reason, trace.first_seen))
+
+
+_STOP = object()
+
+
+class AssemblerLoop:
+    """The thread that owns an Assembler: takes batches from receivers, expires traces every bucket."""
+
+    def __init__(self, assembler: Assembler, tick: float = 0.05):
+        self.assembler = assembler
+        self._tick = tick
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, records: list[SpanRecord]) -> None:
+        """Never blocks: the caller has reserved ``len(records)`` from the SpanBudget."""
+        self._queue.put(records)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="luckrate-assembler", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Take what was submitted, complete every buffered trace (reason ``shutdown``), stop.
+        Without start, drains in the caller's thread. Returns False if the thread did not finish in time."""
+        if self._thread is None:
+            self._queue.put(_STOP)
+            self._run()
+            return True
+        self._queue.put(_STOP)
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                item = self._queue.get(timeout=self._tick)
+            except queue.Empty:
+                item = None
+            try:
+                if item is _STOP:
+                    self.assembler.drain("shutdown")
+                    return
+                if item is not None:
+                    self.assembler.add(item)
+                self.assembler.expire()
+            except Exception:  # the owner must survive anything one batch does
+                log.exception("trace assembly failed on a batch")

@@ -1,0 +1,219 @@
+"""Service configuration: one dataclass of defaults, one TOML loader, one validator.
+
+Precedence: command-line flag > TOML file (``--config``) > environment (only the bearer token) > default.
+Every value is checked before anything starts; a bad one stops the service with its key named (unlike the
+OTel SDK, which logs and falls back to a default).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+ENV_BEARER_TOKEN = "LUCKRATE_BEARER_TOKEN"
+"""The only environment variable read: a token kept out of argv and config files."""
+
+MIB = 1024 * 1024
+
+
+class InvalidConfig(ValueError):
+    """Bad service configuration; lists every problem with its key."""
+
+    def __init__(self, source: str, problems: list[tuple[str, str]]):
+        self.source = source
+        self.problems = problems
+        head = f"{len(problems)} problem{'s' if len(problems) != 1 else ''} in config {source}"
+        super().__init__("\n  ".join([head] + [f"{k}: {p}" if k else p for k, p in problems]))
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A listening address; port 0 lets the OS choose (the chosen port is printed at start)."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """Everything ``luckrate serve`` reads. TOML keys are these field names."""
+
+    spec: str = ""
+    """Spec file (Python or JSON) defining SPEC or SPECS. Required."""
+    grpc: Endpoint | None = Endpoint("127.0.0.1", 4317)
+    """OTLP/gRPC listen address; None (``"off"``) disables the receiver."""
+    http: Endpoint | None = Endpoint("127.0.0.1", 4318)
+    """OTLP/HTTP listen address; None (``"off"``) disables the receiver."""
+    prometheus: Endpoint | None = Endpoint("127.0.0.1", 9464)
+    """Prometheus pull endpoint (``/metrics``); None (``"off"``) disables it."""
+    otlp_metrics: str | None = None
+    """OTLP/HTTP metrics push URL (e.g. ``http://collector:4318/v1/metrics``); None = no push."""
+    otlp_metrics_interval: float = 15.0
+    """Seconds between OTLP metric pushes."""
+    root_grace: float = 2.0
+    """Seconds of quiet after the root span ended before a trace is graded."""
+    idle_timeout: float = 30.0
+    """Seconds without a new span after which a trace is graded even without an ended root."""
+    max_trace_age: float = 300.0
+    """Seconds since a trace's first span after which it is graded whatever arrives."""
+    max_spans_per_trace: int = 10_000
+    """A trace reaching this many spans is graded at once; later spans count as late."""
+    max_buffered_spans: int = 1_000_000
+    """Spans accepted but not yet graded; when full, receivers answer with back-pressure."""
+    max_request_bytes: int = 64 * MIB
+    """Largest request body after decompression; larger gets 413 / RESOURCE_EXHAUSTED."""
+    retry_after: int = 5
+    """Seconds a throttled client is told to wait (Retry-After / RetryInfo)."""
+    output_attribute: str = "luckrate.output_ok"
+    """Span attribute holding the output eval's verdict."""
+    output_evaluation: str | None = None
+    """``gen_ai.evaluation.result`` name whose label or score decides ``output_ok``."""
+    verdict_log: str | None = None
+    """JSON Lines file: one line per graded trace with violations."""
+    max_agents: int = 20
+    """With a single SPEC: distinct agent label values before the rest become ``other``."""
+    late_memory: int = 100_000
+    """Graded trace ids remembered to recognise late spans."""
+    shutdown_timeout: float = 30.0
+    """Seconds SIGTERM/SIGINT may take to grade the buffer and flush metrics."""
+    tls_cert: str | None = None
+    """PEM certificate chain; with ``tls_key`` both receivers serve TLS."""
+    tls_key: str | None = None
+    tls_client_ca: str | None = None
+    """PEM CA bundle; when set, clients must present a certificate it signed (mutual TLS)."""
+    bearer_token_file: str | None = None
+    """File holding the bearer token clients must send; also ``LUCKRATE_BEARER_TOKEN``."""
+    bearer_token: str | None = None
+    """Resolved token (from the file or the environment); not a TOML key."""
+
+
+_NOT_KEYS = frozenset({"bearer_token"})
+KEYS = tuple(f.name for f in fields(ServiceConfig) if f.name not in _NOT_KEYS)
+_ENDPOINTS = ("grpc", "http", "prometheus")
+_POSITIVE_FLOATS = ("root_grace", "idle_timeout", "max_trace_age", "shutdown_timeout", "otlp_metrics_interval")
+_POSITIVE_INTS = ("max_spans_per_trace", "max_buffered_spans", "max_request_bytes", "max_agents", "late_memory",
+                  "retry_after")
+_STRINGS = ("spec", "output_attribute")
+_OPTIONAL_STRINGS = ("otlp_metrics", "output_evaluation", "verdict_log", "tls_cert", "tls_key", "tls_client_ca",
+                     "bearer_token_file")
+
+
+def parse_endpoint(text: str) -> Endpoint | None:
+    """``HOST:PORT`` (``[v6]:PORT`` for IPv6) or ``off``; raises ValueError naming the problem."""
+    if text.strip().lower() in ("off", "none", ""):
+        return None
+    host, sep, port = text.rpartition(":")
+    if not sep or not host:
+        raise ValueError(f"{text!r} is not HOST:PORT")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{text!r}: port must be 0-65535")
+    return Endpoint(host, int(port))
+
+
+def _check(key: str, value: Any, problems: list[tuple[str, str]]) -> Any:
+    """Coerce one raw value to its field's type, or record a problem and return None."""
+    try:
+        if key in _ENDPOINTS:
+            if isinstance(value, Endpoint) or value is None:
+                return value
+            if not isinstance(value, str):
+                raise ValueError(f"expected \"HOST:PORT\" or \"off\", got {type(value).__name__}")
+            return parse_endpoint(value)
+        if key in _POSITIVE_FLOATS:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"expected a positive number of seconds, got {value!r}")
+            return float(value)
+        if key in _POSITIVE_INTS:
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"expected a positive integer, got {value!r}")
+            return value
+        if key in _STRINGS or key in _OPTIONAL_STRINGS:
+            if value is None and key in _OPTIONAL_STRINGS:
+                return None
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"expected a non-empty string, got {value!r}")
+            return value
+    except ValueError as e:
+        problems.append((key, str(e)))
+        return None
+    problems.append((key, "unknown key" + _suggest(key)))
+    return None
+
+
+def _suggest(key: str) -> str:
+    close = difflib.get_close_matches(key, KEYS, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def build_config(values: Mapping[str, Any], source: str, base: ServiceConfig | None = None) -> ServiceConfig:
+    """Apply ``values`` (TOML table or flags) over ``base``; InvalidConfig lists every bad key."""
+    problems: list[tuple[str, str]] = []
+    checked: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in KEYS:
+            problems.append((key, "unknown key" + _suggest(key)))
+            continue
+        before = len(problems)
+        coerced = _check(key, value, problems)
+        if len(problems) == before:
+            checked[key] = coerced
+    if problems:
+        raise InvalidConfig(source, problems)
+    return replace(base or ServiceConfig(), **checked)
+
+
+def load_config(path: str | Path) -> ServiceConfig:
+    """Read a TOML config file (keys: ``KEYS``, top level or under ``[serve]``); not yet finalized."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise InvalidConfig(str(path), [("", f"cannot read: {e.strerror or e}")]) from None
+    except tomllib.TOMLDecodeError as e:
+        raise InvalidConfig(str(path), [("", f"invalid TOML ({e})")]) from None
+    if isinstance(raw.get("serve"), dict):
+        raw = {**{k: v for k, v in raw.items() if k != "serve"}, **raw["serve"]}
+    return build_config(raw, str(path))
+
+
+def finalize(cfg: ServiceConfig, source: str = "", env: Mapping[str, str] | None = None) -> ServiceConfig:
+    """Cross-field checks and the bearer token; raises InvalidConfig naming each key at fault."""
+    env = os.environ if env is None else env
+    problems: list[tuple[str, str]] = []
+    if not cfg.spec:
+        problems.append(("spec", "required (--spec FILE or spec = \"FILE\")"))
+    elif not Path(cfg.spec).is_file():
+        problems.append(("spec", f"file not found: {cfg.spec}"))
+    if bool(cfg.tls_cert) != bool(cfg.tls_key):
+        problems.append(("tls_key" if cfg.tls_cert else "tls_cert", "tls_cert and tls_key go together"))
+    if cfg.tls_client_ca and not cfg.tls_cert:
+        problems.append(("tls_client_ca", "mutual TLS needs tls_cert and tls_key"))
+    for key in ("tls_cert", "tls_key", "tls_client_ca", "bearer_token_file"):
+        value = getattr(cfg, key)
+        if value and not Path(value).is_file():
+            problems.append((key, f"file not found: {value}"))
+    if cfg.otlp_metrics and not cfg.otlp_metrics.startswith(("http://", "https://")):
+        problems.append(("otlp_metrics", f"expected an http(s) URL, got {cfg.otlp_metrics!r}"))
+    if cfg.grpc is None and cfg.http is None:
+        problems.append(("grpc", "both receivers are off: nothing would receive spans"))
+    token = _token(cfg, env, problems)
+    if problems:
+        raise InvalidConfig(source or "(flags)", problems)
+    return replace(cfg, bearer_token=token)
+
+
+def _token(cfg: ServiceConfig, env: Mapping[str, str], problems: list[tuple[str, str]]) -> str | None:
+    if cfg.bearer_token_file and Path(cfg.bearer_token_file).is_file():
+        token = Path(cfg.bearer_token_file).read_text(encoding="utf-8").strip()
+        if not token:
+            problems.append(("bearer_token_file", f"{cfg.bearer_token_file} is empty"))
+        return token or None
+    return env.get(ENV_BEARER_TOKEN, "").strip() or None

@@ -1,0 +1,74 @@
+"""What both receivers do with a decoded export request: count, reserve buffer space, hand over.
+
+Accounting: every span of a decoded request is *received*; it is then either *rejected* (unusable ids,
+or the buffer is full and the client is told to retry) or *accepted* into the assembler.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from luckrate.adapters.otlp import SpanRecord, records_from_request
+from luckrate.service.assembler import SpanBudget
+
+MAX_MESSAGE = 1024
+"""Longest partial-success / error message sent back (responses stay small)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The answer to one export request."""
+
+    throttled: bool
+    """True: nothing was accepted and the client should retry later."""
+    rejected: int = 0
+    """Spans rejected for good (partial success)."""
+    message: str = ""
+
+
+class Intake:
+    """Thread-safe: called concurrently by receiver threads."""
+
+    def __init__(self, submit: Callable[[list[SpanRecord]], None], budget: SpanBudget, count: Callable[..., None],
+                 *, keep_attribute: str = "luckrate.output_ok"):
+        self._submit = submit
+        self._budget = budget
+        self._count = count
+        self._keep = keep_attribute
+        self._accepting = True
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Stop accepting; once this returns no span is handed over any more (later requests are throttled,
+        so the collector retries elsewhere or later)."""
+        with self._lock:
+            self._accepting = False
+
+    def accept(self, request: ExportTraceServiceRequest, transport: str) -> Outcome:
+        records, rejected = records_from_request(request, keep_attribute=self._keep)
+        bad = sum(r.count for r in rejected)
+        self._count("luckrate.spans.received", len(records) + bad, transport=transport)
+        for r in rejected:
+            self._count("luckrate.spans.rejected", r.count, reason=r.reason)
+        message = "; ".join(f"{r.count} span(s) rejected: {r.reason}" for r in rejected)[:MAX_MESSAGE]
+        if not records:
+            return Outcome(False, bad, message)
+        with self._lock:
+            # Under the lock so that close() is a clean cut: nothing is submitted after it.
+            taken = self._accepting and self._budget.try_acquire(len(records))
+            if taken:
+                self._count("luckrate.spans.accepted", len(records))
+                self._submit(records)
+        if not taken:
+            self._count("luckrate.spans.rejected", len(records), reason="buffer_full")
+            self.refuse(transport, "buffer_full")
+            return Outcome(True, bad, "span buffer full: retry later")
+        return Outcome(False, bad, message)
+
+    def refuse(self, transport: str, reason: str) -> None:
+        """Count a request refused whole (its spans were never decoded, or are all being retried)."""
+        self._count("luckrate.requests.refused", 1, transport=transport, reason=reason)

@@ -1,0 +1,169 @@
+"""Every instrument the service emits, declared in one place (like a Collector component's metadata.yaml),
+and the label policy that keeps their series bounded.
+
+Span content is attacker-influenced: label values come only from closed sets (reasons, checks,
+severities), from the spec (tool vocabulary, SPECS keys) or from a bounded first-N list of agent names.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader
+from opentelemetry.sdk.resources import Resource
+
+from luckrate.core.grade import RunGrade
+from luckrate.core.spec import FALLBACK, Spec
+
+OTHER = "other"
+"""The label value for anything outside the bounded vocabulary."""
+MAX_LABEL = 128
+"""Longest label value kept (agent names in first-N mode)."""
+
+SECONDS_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+
+
+@dataclass(frozen=True)
+class Instrument:
+    """One metric as declared to the OTel SDK."""
+
+    name: str
+    """OTel name; the Prometheus name is derived by ``prometheus_name``."""
+    kind: str
+    """``counter``, ``updown`` (UpDownCounter, a gauge in Prometheus) or ``histogram``."""
+    unit: str
+    description: str
+    attributes: tuple[str, ...] = ()
+    """The attribute keys it is recorded with; every value comes from a bounded set."""
+
+
+INSTRUMENTS: tuple[Instrument, ...] = (
+    Instrument("luckrate.runs", "counter", "{run}",
+               "Graded runs by output verdict (pass/fail/unknown) and path verdict (ok/bad)",
+               ("agent", "spec", "output", "path")),
+    Instrument("luckrate.violations", "counter", "{violation}", "Violations found in graded runs",
+               ("agent", "check", "severity", "tool")),
+    Instrument("luckrate.taint", "counter", "{finding}",
+               "Taint findings: an untrusted tool's output reached a privileged tool's arguments",
+               ("agent", "privileged_tool", "source_tool")),
+    Instrument("luckrate.spans.received", "counter", "{span}", "Spans in decoded export requests",
+               ("transport",)),
+    Instrument("luckrate.spans.accepted", "counter", "{span}", "Spans taken into the trace buffer"),
+    Instrument("luckrate.spans.rejected", "counter", "{span}",
+               "Spans refused: unusable ids (partial success) or buffer full (client retries)", ("reason",)),
+    Instrument("luckrate.spans.duplicate", "counter", "{span}",
+               "Accepted spans dropped because their (trace id, span id) was already buffered"),
+    Instrument("luckrate.spans.late", "counter", "{span}",
+               "Accepted spans dropped because their trace was already graded"),
+    Instrument("luckrate.spans.assembled", "counter", "{span}", "Spans handed to the grader inside completed traces"),
+    Instrument("luckrate.requests.refused", "counter", "{request}",
+               "Export requests refused whole (too large, undecodable, unauthenticated, bad media type)",
+               ("transport", "reason")),
+    Instrument("luckrate.traces.active", "updown", "{trace}", "Traces buffered and not yet complete"),
+    Instrument("luckrate.traces.completed", "counter", "{trace}", "Traces completed, by what completed them",
+               ("reason",)),
+    Instrument("luckrate.traces.ungraded", "counter", "{trace}",
+               "Completed traces not graded, by reason (no spec for the agent, unreadable spans)", ("reason",)),
+    Instrument("luckrate.grade.errors", "counter", "{trace}", "Completed traces whose grading raised"),
+    Instrument("luckrate.grade.duration", "histogram", "s", "Time to adapt and grade one trace"),
+    Instrument("luckrate.verdict.delay", "histogram", "s", "Time from a trace's first received span to its verdict"),
+)
+BY_NAME = {i.name: i for i in INSTRUMENTS}
+
+COMPLETION_REASONS = ("root_ended", "idle", "max_age", "max_spans", "shutdown")
+UNGRADED_REASONS = ("no_spec", "invalid")
+REFUSAL_REASONS = ("too_large", "undecodable", "unauthenticated", "unsupported_media_type", "buffer_full")
+
+
+def prometheus_name(inst: Instrument) -> str:
+    """OTel → Prometheus naming as the OTel Prometheus exporter does it: dots to underscores, the unit
+    ``s`` as ``_seconds``, ``{annotations}`` dropped, ``_total`` on counters."""
+    name = inst.name.replace(".", "_")
+    if inst.unit == "s":
+        name += "_seconds"
+    return name + "_total" if inst.kind == "counter" else name
+
+
+class Labels:
+    """Maps untrusted names to bounded label values."""
+
+    def __init__(self, specs: Mapping[str, Spec], max_agents: int = 20):
+        self._named = frozenset(k for k in specs if k != FALLBACK)
+        # Only with a single SPEC (no agent names configured) do agent names seen on the wire become labels.
+        self._first_n = max_agents if not self._named else 0
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def agent(self, name: str | None) -> str:
+        if not name:
+            return OTHER
+        if name in self._named:
+            return name
+        name = name[:MAX_LABEL]
+        with self._lock:
+            if name in self._seen:
+                return name
+            if len(self._seen) < self._first_n:
+                self._seen.add(name)
+                return name
+        return OTHER
+
+    @staticmethod
+    def tool(name: str | None, spec: Spec) -> str:
+        return name if name and name in spec.tools else OTHER
+
+
+class Telemetry:
+    """Owns the MeterProvider and records every instrument; safe to call from any thread."""
+
+    def __init__(self, readers: Sequence[MetricReader], labels: Labels):
+        self.labels = labels
+        self.provider = MeterProvider(metric_readers=list(readers),
+                                      resource=Resource.create({"service.name": "luckrate"}))
+        meter = self.provider.get_meter("luckrate.service")
+        self._i = {inst.name: _create(meter, inst) for inst in INSTRUMENTS}
+        self._closed = False
+
+    def add(self, name: str, value: float = 1, **attributes: str) -> None:
+        """Record on a declared instrument; attribute keys must be the declared ones."""
+        inst = BY_NAME[name]
+        if set(attributes) != set(inst.attributes):
+            raise ValueError(f"{name} takes attributes {inst.attributes}, got {tuple(attributes)}")
+        instrument = self._i[name]
+        if inst.kind == "histogram":
+            instrument.record(value, attributes)
+        else:
+            instrument.add(value, attributes)
+
+    def run(self, grade: RunGrade, spec: Spec, spec_label: str) -> None:
+        """Count one graded run, its violations and taint findings."""
+        agent = self.labels.agent(grade.agent)
+        output = {True: "pass", False: "fail", None: "unknown"}[grade.output_ok]
+        self.add("luckrate.runs", agent=agent, spec=spec_label, output=output, path="ok" if grade.path_ok else "bad")
+        for v in grade.violations:
+            tool = self.labels.tool(v.tool, spec)
+            self.add("luckrate.violations", agent=agent, check=v.check, severity=str(v.severity), tool=tool)
+            if v.check == "taint":
+                self.add("luckrate.taint", agent=agent, privileged_tool=tool,
+                         source_tool=self.labels.tool(v.source, spec))
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        return self.provider.force_flush(int(timeout_s * 1000))
+
+    def shutdown(self, timeout_s: float = 10.0) -> None:
+        """Flush and stop every reader (pushes the last OTLP export); idempotent."""
+        if not self._closed:
+            self._closed = True
+            self.provider.shutdown(int(timeout_s * 1000))
+
+
+def _create(meter, inst: Instrument):
+    if inst.kind == "counter":
+        return meter.create_counter(inst.name, unit=inst.unit, description=inst.description)
+    if inst.kind == "updown":
+        return meter.create_up_down_counter(inst.name, unit=inst.unit, description=inst.description)
+    return meter.create_histogram(inst.name, unit=inst.unit, description=inst.description,
+                                  explicit_bucket_boundaries_advisory=list(SECONDS_BUCKETS))

@@ -1,0 +1,134 @@
+"""Grading off the receive path: completed traces → trajectory → spec → grade → metrics and verdict log.
+
+One worker thread; the queue it reads is bounded by the SpanBudget (spans are released only after their
+trace is graded). A trace whose grading raises is counted and logged with its id, and the worker goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from luckrate.adapters import InvalidInput
+from luckrate.core.grade import RunGrade, grade
+from luckrate.core.spec import Spec, spec_for
+from luckrate.service.assembler import CompletedTrace
+
+log = logging.getLogger(__name__)
+
+MAX_ECHO = 512
+"""Longest value from span data echoed into the verdict log (details, agent names)."""
+MAX_ECHO_VIOLATIONS = 100
+
+
+def _bounded(value: Any, limit: int = MAX_ECHO) -> Any:
+    if isinstance(value, str) and len(value) > limit:
+        return value[:limit] + "…"
+    return value
+
+
+class VerdictLog:
+    """JSON Lines, one line per graded trace that has violations; written by the worker thread only."""
+
+    def __init__(self, path: str | Path):
+        self._file = open(path, "a", encoding="utf-8")
+
+    def write(self, g: RunGrade, spec_label: str) -> None:
+        line = {
+            "trace_id": g.id,
+            "agent": _bounded(g.agent),
+            "spec": spec_label,
+            "output": {True: "pass", False: "fail", None: "unknown"}[g.output_ok],
+            "violations": [{k: _bounded(v) for k, v in viol.to_dict().items()}
+                           for viol in g.violations[:MAX_ECHO_VIOLATIONS]],
+        }
+        if len(g.violations) > MAX_ECHO_VIOLATIONS:
+            line["violations_omitted"] = len(g.violations) - MAX_ECHO_VIOLATIONS
+        self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+_STOP = object()
+
+
+class Worker:
+    """Grades completed traces on its own thread."""
+
+    def __init__(self, specs: Mapping[str, Spec], adapt: Callable[[tuple], Any], telemetry, *,
+                 release: Callable[[int], None] = lambda n: None, clock: Callable[[], float] = time.monotonic,
+                 verdict_log: VerdictLog | None = None):
+        """``adapt(spans) -> Trajectory`` raises InvalidInput for spans it cannot read."""
+        self._specs = specs
+        self._adapt = adapt
+        self._telemetry = telemetry
+        self._release = release
+        self._clock = clock
+        self._verdicts = verdict_log
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, trace: CompletedTrace) -> None:
+        """Never blocks (called by the assembler's thread)."""
+        self._queue.put(trace)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="luckrate-grader", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Grade everything submitted so far, then stop; without start, grades in the caller's thread.
+        Returns False when the deadline passed first."""
+        self._queue.put(_STOP)
+        if self._thread is None:
+            self._run()
+        else:
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                return False
+        if self._verdicts is not None:
+            self._verdicts.close()
+        return True
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not _STOP:
+            self.handle(item)
+
+    def handle(self, trace: CompletedTrace) -> None:
+        """Grade one trace; never raises."""
+        started = time.perf_counter()
+        try:
+            self._grade(trace, started)
+        except Exception:
+            self._telemetry.add("luckrate.grade.errors")
+            log.exception("grading trace %s failed", trace.trace_id.hex())
+        finally:
+            self._release(len(trace.spans))
+
+    def _grade(self, trace: CompletedTrace, started: float) -> None:
+        tid = trace.trace_id.hex()
+        try:
+            traj = self._adapt(trace.spans)
+        except InvalidInput as e:
+            self._telemetry.add("luckrate.traces.ungraded", reason="invalid")
+            log.info("trace %s not graded: %s", tid, e)
+            return
+        spec = spec_for(self._specs, traj.agent)
+        if spec is None:
+            self._telemetry.add("luckrate.traces.ungraded", reason="no_spec")
+            log.debug("trace %s not graded: no spec for agent %r", tid, _bounded(traj.agent, 64))
+            return
+        g = grade(traj, spec)
+        self._telemetry.run(g, spec, spec.name)
+        if self._verdicts is not None and g.violations:
+            self._verdicts.write(g, spec.name)
+        self._telemetry.add("luckrate.grade.duration", time.perf_counter() - started)
+        self._telemetry.add("luckrate.verdict.delay", max(0.0, self._clock() - trace.first_seen))

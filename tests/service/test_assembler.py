@@ -1,0 +1,197 @@
+"""Trace assembly on a fake clock: completion reasons, duplicates, late spans, ordering, budget release."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from luckrate.adapters.otlp import SpanRecord
+from luckrate.service.assembler import Assembler, AssemblerLoop, CompletedTrace, Limits, SpanBudget
+
+
+class Clock:
+    def __init__(self, t: float = 1000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, s: float) -> None:
+        self.t += s
+
+
+def span(trace: int, sid: int, parent: int | None = None, name: str = "s") -> SpanRecord:
+    return SpanRecord(trace_id=trace.to_bytes(16, "big"), span_id=sid.to_bytes(8, "big"),
+                      parent_id=b"" if parent is None else parent.to_bytes(8, "big"), name=name, kind=1,
+                      start_ns=sid, end_ns=sid + 1, status_code=0, status_message="", attributes=())
+
+
+class Rig:
+    """An assembler wired to lists, the way app.py wires it to the worker and telemetry."""
+
+    def __init__(self, **limits):
+        self.clock = Clock()
+        self.out: list[CompletedTrace] = []
+        self.counts: Counter = Counter()
+        self.released = 0
+        self.asm = Assembler(self.out.append, limits=Limits(**limits), clock=self.clock,
+                             count=self._count, release=self._release)
+
+    def _count(self, name, value=1, **attrs):
+        self.counts[(name, tuple(sorted(attrs.items())))] += value
+
+    def _release(self, n):
+        self.released += n
+
+    def reasons(self) -> list[str]:
+        return [t.reason for t in self.out]
+
+
+LIMITS = dict(root_grace=2.0, idle_timeout=30.0, max_trace_age=300.0, max_spans_per_trace=100)
+
+# (case, spans added at t=0, seconds advanced, expected completion reasons)
+CASES = [
+    ("root ended, grace not over", [span(1, 1)], 1.9, []),
+    ("root ended, grace over", [span(1, 1)], 2.1, ["root_ended"]),
+    ("no root, short of idle", [span(1, 2, parent=1)], 29.0, []),
+    ("no root, idle", [span(1, 2, parent=1)], 30.1, ["idle"]),
+    ("two traces", [span(1, 1), span(2, 2, parent=9)], 30.1, ["root_ended", "idle"]),
+]
+
+
+@pytest.mark.parametrize("case, spans, advance, expected", CASES, ids=[c[0] for c in CASES])
+def test_completion(case, spans, advance, expected):
+    rig = Rig(**LIMITS)
+    rig.asm.add(spans)
+    rig.clock.advance(advance)
+    rig.asm.expire()
+    assert rig.reasons() == expected
+
+
+def test_a_new_span_restarts_the_quiet_period():
+    rig = Rig(**LIMITS)
+    rig.asm.add([span(1, 1)])
+    rig.clock.advance(1.5)
+    rig.asm.add([span(1, 2, parent=1)])
+    rig.clock.advance(1.5)
+    assert rig.asm.expire() == 0
+    rig.clock.advance(0.6)
+    assert rig.asm.expire() == 1
+    assert len(rig.out[0].spans) == 2
+
+
+def test_max_age_wins_over_a_trace_that_keeps_talking():
+    rig = Rig(root_grace=2.0, idle_timeout=30.0, max_trace_age=10.0)
+    for i in range(12):
+        rig.asm.add([span(1, 10 + i, parent=1)])
+        rig.clock.advance(1.0)
+        rig.asm.expire()
+    assert rig.reasons() == ["max_age"]
+    assert len(rig.out[0].spans) == 10
+
+
+def test_max_spans_completes_at_once_and_later_spans_are_late():
+    rig = Rig(max_spans_per_trace=3)
+    rig.asm.add([span(1, i, parent=99) for i in range(1, 6)])
+    assert rig.reasons() == ["max_spans"]
+    assert len(rig.out[0].spans) == 3
+    assert rig.counts[("luckrate.spans.late", ())] == 2
+    assert rig.released == 2
+
+
+def test_duplicates_are_counted_once_and_released():
+    rig = Rig(**LIMITS)
+    batch = [span(1, 1), span(1, 2, parent=1)]
+    rig.asm.add(batch)
+    rig.asm.add(batch)  # the load-balancing exporter's retry resends the whole batch
+    rig.clock.advance(3)
+    rig.asm.expire()
+    assert [len(t.spans) for t in rig.out] == [2]
+    assert rig.counts[("luckrate.spans.duplicate", ())] == 2
+    assert rig.released == 2
+
+
+def test_a_span_after_the_verdict_is_late_not_a_new_trace():
+    rig = Rig(**LIMITS)
+    rig.asm.add([span(1, 1)])
+    rig.clock.advance(3)
+    rig.asm.expire()
+    rig.asm.add([span(1, 7, parent=1)])
+    rig.clock.advance(60)
+    rig.asm.expire()
+    assert rig.reasons() == ["root_ended"]
+    assert rig.counts[("luckrate.spans.late", ())] == 1
+    assert rig.asm.active == 0
+
+
+def test_late_memory_is_bounded():
+    rig = Rig(late_memory=2, **LIMITS)
+    for t in (1, 2, 3):
+        rig.asm.add([span(t, 1)])
+        rig.clock.advance(3)
+        rig.asm.expire()
+    rig.asm.add([span(1, 5, parent=1)])  # trace 1 was forgotten: its straggler starts a new trace
+    assert rig.asm.active == 1
+    assert rig.counts[("luckrate.spans.late", ())] == 0
+
+
+def test_drain_completes_everything_with_reason_shutdown():
+    rig = Rig(**LIMITS)
+    rig.asm.add([span(1, 1), span(2, 5, parent=4), span(3, 9)])
+    assert rig.asm.drain() == 3
+    assert rig.reasons() == ["shutdown"] * 3
+    assert rig.counts[("luckrate.traces.completed", (("reason", "shutdown"),))] == 3
+    assert rig.counts[("luckrate.traces.active", ())] == 0
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(min_value=1, max_value=6), st.randoms(use_true_random=False))
+def test_split_out_of_order_requests_give_the_same_trace(n_requests, rnd: random.Random):
+    """Spans of one trace split over several requests, shuffled and partly resent, assemble to the same set."""
+    spans = [span(7, 1, name="root")] + [span(7, i, parent=1, name=f"t{i}") for i in range(2, 12)]
+    one = Rig(**LIMITS)
+    one.asm.add(spans)
+    one.asm.drain()
+    shuffled = spans[:]
+    rnd.shuffle(shuffled)
+    many = Rig(**LIMITS)
+    cuts = sorted(rnd.sample(range(1, len(spans)), n_requests - 1))
+    for lo, hi in zip([0] + cuts, cuts + [len(spans)]):
+        many.asm.add(shuffled[lo:hi])
+        many.asm.add(shuffled[lo:hi][:1])  # a resend
+        many.clock.advance(0.5)
+        many.asm.expire()
+    many.asm.drain()
+    assert len(many.out) == 1
+    assert sorted(many.out[0].spans, key=lambda s: s.span_id) == sorted(one.out[0].spans, key=lambda s: s.span_id)
+
+
+def test_budget_refuses_past_its_limit_and_recovers():
+    budget = SpanBudget(10)
+    assert budget.try_acquire(6)
+    assert not budget.try_acquire(5)
+    assert budget.try_acquire(4)
+    budget.release(7)
+    assert budget.used == 3 and budget.try_acquire(7)
+
+
+def test_loop_lifecycle_start_consume_shutdown():
+    out: list[CompletedTrace] = []
+    loop = AssemblerLoop(Assembler(out.append, limits=Limits(root_grace=3600)), tick=0.01)
+    loop.start()
+    loop.submit([span(1, 1), span(1, 2, parent=1)])
+    loop.submit([span(2, 3)])
+    assert loop.stop(timeout=10)
+    assert sorted((t.trace_id[-1], len(t.spans), t.reason) for t in out) == [(1, 2, "shutdown"), (2, 1, "shutdown")]
+
+
+def test_loop_shutdown_without_start():
+    out: list[CompletedTrace] = []
+    loop = AssemblerLoop(Assembler(out.append))
+    loop.submit([span(1, 1)])
+    assert loop.stop(timeout=1)
+    assert [t.reason for t in out] == ["shutdown"]
