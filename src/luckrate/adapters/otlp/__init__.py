@@ -2,8 +2,16 @@
 
 Reads the three conventions in use — OTel GenAI semantic conventions (both generations), OpenInference
 and OpenLLMetry/Traceloop — from decoded OTLP spans. Imports no framework: only the OTLP protobufs.
+
+Modules: spans (decode + bounded records), payloads (argument/result shapes), messages (model messages
+in every form), roles + genai/openinference/traceloop (what a span means), tree (parents, walk-ups),
+join (tool spans ↔ requested calls), output (output_ok), assemble (one trace → one trajectory),
+readers (requests and files).
 """
 
+from luckrate.adapters.otlp.assemble import trajectory_from_spans
+from luckrate.adapters.otlp.output import OutputRule
+from luckrate.adapters.otlp.readers import read_otlp, read_otlp_json, trajectories_from_request
 from luckrate.adapters.otlp.spans import (
     REJECT_REASONS,
     Rejected,
@@ -16,10 +24,15 @@ from luckrate.adapters.otlp.spans import (
 
 __all__ = [
     "REJECT_REASONS",
+    "OutputRule",
     "Rejected",
     "SpanEvent",
     "SpanRecord",
+    "read_otlp",
+    "read_otlp_json",
     "records_from_request",
     "request_from_json",
     "request_from_protobuf",
+    "trajectories_from_request",
+    "trajectory_from_spans",
 ]

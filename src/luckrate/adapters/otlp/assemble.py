@@ -1,0 +1,164 @@
+"""The spans of one trace → one trajectory (one trace = one run)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from luckrate.adapters import InvalidInput
+from luckrate.adapters.otlp.join import Call, join, requests_from
+from luckrate.adapters.otlp.messages import Message, input_messages, output_messages, user_texts
+from luckrate.adapters.otlp.output import OutputRule, output_ok
+from luckrate.adapters.otlp.payloads import parse_args, result_text
+from luckrate.adapters.otlp.roles import AgentRole, ModelRole, Role, ToolRole, classify
+from luckrate.adapters.otlp.spans import SpanRecord
+from luckrate.adapters.otlp.tree import Tree
+from luckrate.core.step import Step, Trajectory, numbered
+
+ERROR = 2  # OTLP Status.StatusCode.STATUS_CODE_ERROR; OK (1) and UNSET (0) are both success
+
+
+def trajectory_from_spans(records: Sequence[SpanRecord], rule: OutputRule = OutputRule()) -> Trajectory:
+    """Build the run's trajectory; raise InvalidInput naming the trace (and span) when the spans
+    cannot make one: none given, several traces mixed, a parent cycle, a tool span without a tool
+    name, or no span of any known convention."""
+    if not records:
+        raise InvalidInput("no spans")
+    trace = records[0].trace_id
+    where = f"trace {trace.hex()}"
+    stray = next((r for r in records if r.trace_id != trace), None)
+    if stray is not None:
+        raise InvalidInput(f"span {stray.span_hex} belongs to another trace ({stray.trace_hex})", where)
+    return _Assembly(Tree(records, where), where, rule).trajectory(trace.hex())
+
+
+class _Assembly:
+    def __init__(self, tree: Tree, where: str, rule: OutputRule):
+        self.tree, self.where, self.rule = tree, where, rule
+        self.roles: dict[bytes, Role | None] = {r.span_id: classify(r) for r in tree.spans}
+        if not any(self.roles.values()):
+            raise InvalidInput(
+                f"no GenAI, OpenInference or Traceloop agent, model or tool span among {len(tree.spans)} spans",
+                where,
+            )
+        self._agent_memo: dict[bytes, Any] = {}
+        self._tool_memo: dict[bytes, Any] = {}
+
+    def trajectory(self, run_id: str) -> Trajectory:
+        calls, captured = self._tool_calls()
+        models = [(r, output_messages(r) or [], self.agent_of(r)) for r in self._spans(ModelRole)]
+        steps = [self._step(c) for c in join(calls, requests_from(models), self._responses())]
+        steps.sort(key=lambda s: s[0])
+        return Trajectory(
+            id=run_id,
+            steps=numbered([s for _, s in steps]),
+            agent=self._root_agent(),
+            input=self._input(),
+            output_ok=output_ok(self.tree.spans, self.tree.depth, self.rule),
+            content=captured or self._messages_captured(),
+        )
+
+    def _spans(self, kind: type) -> list[SpanRecord]:
+        return [r for r in self.tree.spans if isinstance(self.roles[r.span_id], kind)]
+
+    def agent_of(self, rec: SpanRecord) -> str | None:
+        """The nearest enclosing agent with a name (tool spans often sit under a chain span)."""
+        return self.tree.nearest(rec, self._agent_name, self._agent_memo)
+
+    def _agent_name(self, rec: SpanRecord) -> str | None:
+        role = self.roles[rec.span_id]
+        return role.name if isinstance(role, AgentRole) and role.name else None
+
+    def _framework_tool(self, rec: SpanRecord) -> SpanRecord | None:
+        role = self.roles[rec.span_id]
+        return rec if isinstance(role, ToolRole) and not role.mcp else None
+
+    def _tool_calls(self) -> tuple[list[Call], bool]:
+        calls: dict[bytes, Call] = {}
+        captured = False
+        for rec in self._spans(ToolRole):
+            role = self.roles[rec.span_id]
+            if role.name is None:
+                raise InvalidInput(f"span {rec.span_hex}: tool span names no tool", self.where)
+            call = self._call(rec, role)
+            captured = captured or call.args_captured or call.result is not None
+            outer = self.tree.nearest(rec, self._framework_tool, self._tool_memo) if role.mcp else None
+            if outer is not None and outer.span_id in calls:
+                calls[outer.span_id] = _merge(calls[outer.span_id], call)  # the MCP child of the same call
+            else:
+                calls[rec.span_id] = call
+        return list(calls.values()), captured
+
+    def _call(self, rec: SpanRecord, role: ToolRole) -> Call:
+        args, parsed = parse_args(role.args)
+        result, reported_error = result_text(role.result)
+        error = _failure(rec)
+        if error is None and reported_error:
+            error = result or "error"
+        return Call(
+            tool=role.name or "", args=args, parsed=parsed, args_captured=role.args is not None,
+            result=result, error=error, start_ns=rec.start_ns, end_ns=rec.end_ns,
+            key=(rec.start_ns, rec.end_ns, rec.span_id, 0), agent=self.agent_of(rec), call_id=role.call_id,
+        )
+
+    def _step(self, call: Call) -> tuple[tuple, Step]:
+        return call.key, Step(
+            index=0, tool=call.tool, args=call.args, result=call.result, error=call.error,
+            t=call.start_ns / 1e9, duration=max(0, call.end_ns - call.start_ns) / 1e9,
+            agent=call.agent, call_id=call.call_id,
+        )
+
+    def _responses(self) -> dict[str, Any]:
+        """Tool results the models were sent, by call id (for calls with no tool span)."""
+        out: dict[str, Any] = {}
+        for rec in self._spans(ModelRole):
+            for message in input_messages(rec) or ():
+                for call_id, result in message.responses:
+                    if call_id:
+                        out.setdefault(call_id, result)
+        return out
+
+    def _root_agent(self) -> str | None:
+        named = [r for r in self._spans(AgentRole) if self._agent_name(r)]
+        if not named:
+            return None
+        return self._agent_name(min(named, key=lambda r: (self.tree.depth[r.span_id], r.start_ns, r.span_id)))
+
+    def _input(self) -> str | tuple[str, ...]:
+        """User-role text of the outermost agent span that recorded input messages, else of the first model call."""
+        agents = sorted(self._spans(AgentRole), key=lambda r: (self.tree.depth[r.span_id], r.start_ns, r.span_id))
+        for rec in agents + self._spans(ModelRole):
+            texts = user_texts(input_messages(rec) or [])
+            if texts:
+                return texts[0] if len(texts) == 1 else texts
+        return ""
+
+    def _messages_captured(self) -> bool:
+        return any(
+            _has_text(input_messages(r)) or _has_text(output_messages(r))
+            for r in self._spans((ModelRole, AgentRole))
+        )
+
+
+def _has_text(messages: list[Message] | None) -> bool:
+    return bool(messages) and any(m.texts or m.calls or m.responses for m in messages)
+
+
+def _failure(rec: SpanRecord) -> str | None:
+    """Status ERROR or an ``error.type``: the status description, else the error type."""
+    error_type = rec.get("error.type")
+    if rec.status_code != ERROR and error_type is None:
+        return None
+    return rec.status_message or (str(error_type) if error_type is not None else "") or "error"
+
+
+def _merge(outer: Call, mcp: Call) -> Call:
+    """One step for a framework tool span and the MCP client span it made: the outer span's identity,
+    the MCP span's content where the outer recorded none, a failure from either."""
+    from dataclasses import replace
+
+    if not outer.args_captured and mcp.args_captured:
+        outer = replace(outer, args=mcp.args, parsed=mcp.parsed, args_captured=True)
+    if outer.result is None and mcp.result is not None:
+        outer = replace(outer, result=mcp.result)
+    return replace(outer, error=outer.error or mcp.error, call_id=outer.call_id or mcp.call_id)

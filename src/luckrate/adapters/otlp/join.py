@@ -1,0 +1,102 @@
+"""Link tool spans to the calls the model asked for.
+
+Several instrumentations put no call id on the tool span (OpenInference and Traceloop on LangGraph,
+both Agents SDK bridges). The model span's output messages list the requested calls; join by call id
+when both sides have one, else by tool name, arguments and order (the earliest open request of that
+name made before the tool started). A join fills in the call id and, where the tool span recorded
+no arguments or only a bare value, the model's arguments. Requested calls that no tool span answers
+still become steps: the model asked, the trace just has no span for the execution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from luckrate.adapters.otlp.messages import Message
+from luckrate.adapters.otlp.payloads import args_match, parse_args
+from luckrate.adapters.otlp.spans import SpanRecord
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call on its way to becoming a step."""
+
+    tool: str
+    args: dict[str, Any]
+    parsed: bool
+    """False when ``args`` is ``{"input": text}`` (unparseable or a bare value)."""
+    args_captured: bool
+    result: str | None
+    error: str | None
+    start_ns: int
+    end_ns: int
+    key: tuple[int, int, bytes, int]
+    """Ordering key: start ns, end ns, span id, position within a model message."""
+    agent: str | None
+    call_id: str | None
+
+
+@dataclass
+class _Request:
+    model: SpanRecord
+    position: int
+    tool: str
+    args: dict[str, Any]
+    parsed: bool
+    captured: bool
+    call_id: str | None
+    agent: str | None
+    taken: bool = False
+
+
+def requests_from(models: Sequence[tuple[SpanRecord, list[Message], str | None]]) -> list[_Request]:
+    """The calls the model spans asked for, in the order the models finished."""
+    out = []
+    for rec, messages, agent in sorted(models, key=lambda m: (m[0].end_ns, m[0].start_ns, m[0].span_id)):
+        calls = [c for m in messages for c in m.calls]
+        for i, call in enumerate(calls):
+            args, parsed = parse_args(call.args)
+            out.append(_Request(rec, i, call.name, args, parsed, call.args is not None, call.call_id, agent))
+    return out
+
+
+def join(calls: list[Call], requests: list[_Request], responses: dict[str, Any]) -> list[Call]:
+    """Calls with ids and arguments completed from their requests, plus the unanswered requests."""
+    from luckrate.adapters.otlp.payloads import result_text
+
+    joined = [_join_one(c, requests) for c in sorted(calls, key=lambda c: c.key)]
+    for req in requests:
+        if req.taken:
+            continue
+        result, _ = result_text(responses.get(req.call_id)) if req.call_id else (None, False)
+        end = req.model.end_ns
+        joined.append(Call(req.tool, req.args, req.parsed, req.captured, result, None, end, end,
+                           (end, end, req.model.span_id, req.position), req.agent, req.call_id))
+    return joined
+
+
+def _join_one(call: Call, requests: list[_Request]) -> Call:
+    req = _find(call, requests)
+    if req is None:
+        return call
+    req.taken = True
+    if req.captured and (not call.args_captured or (not call.parsed and req.parsed)):
+        call = replace(call, args=req.args, parsed=req.parsed, args_captured=True)
+    return replace(call, call_id=call.call_id or req.call_id)
+
+
+def _find(call: Call, requests: list[_Request]) -> _Request | None:
+    open_ = [r for r in requests if not r.taken]
+    if call.call_id:
+        by_id = next((r for r in open_ if r.call_id == call.call_id), None)
+        if by_id is not None:
+            return by_id
+    named = [r for r in open_ if r.tool == call.tool and r.model.start_ns <= call.start_ns]
+    if not call.args_captured:
+        return named[0] if named else None
+    for req in named:
+        if not req.captured or args_match(call.args, call.parsed, req.args):
+            return req
+    return None

@@ -1,0 +1,208 @@
+"""Model and agent messages in every form instrumentations record them, normalized to ``Message``.
+
+- GenAI ≥1.37: ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (JSON string or structured),
+  ``{role, parts: [{type: text|tool_call|tool_call_response, ...}]}``; also inside the
+  ``gen_ai.client.inference.operation.details`` event. The contrib openai-agents-v2 instrumentation
+  writes the model's chat-completions message as a Python repr inside a text part: read that too.
+- GenAI ≤1.36 events: ``gen_ai.user.message``, ``gen_ai.assistant.message``, ``gen_ai.tool.message``,
+  ``gen_ai.choice`` (body fields as event attributes or JSON in ``gen_ai.event.content``).
+- OpenInference: flattened ``llm.input_messages.<i>.message.*`` / ``llm.output_messages.<i>.message.*``.
+- Traceloop ≤0.54: flattened ``gen_ai.prompt.<i>.*`` / ``gen_ai.completion.<i>.*``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from luckrate.adapters.otlp.payloads import Requested, captured, load_text
+from luckrate.adapters.otlp.spans import SpanRecord
+
+MAX_MESSAGES = 1000
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str
+    texts: tuple[str, ...] = ()
+    calls: tuple[Requested, ...] = ()
+    """Tool calls an assistant message asks for."""
+    responses: tuple[tuple[str, Any], ...] = field(default=())
+    """(call id, result) pairs a tool message answers."""
+
+
+def input_messages(rec: SpanRecord) -> list[Message] | None:
+    """The span's input messages; None when it recorded none (capture off, or not a model span)."""
+    return _messages(rec, "gen_ai.input.messages", "llm.input_messages.", "gen_ai.prompt.", _INPUT_EVENTS)
+
+
+def output_messages(rec: SpanRecord) -> list[Message] | None:
+    return _messages(rec, "gen_ai.output.messages", "llm.output_messages.", "gen_ai.completion.", _OUTPUT_EVENTS)
+
+
+_INPUT_EVENTS = {"gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message"}
+_OUTPUT_EVENTS = {"gen_ai.choice"}
+_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+
+
+def _messages(rec: SpanRecord, key: str, oi_prefix: str, tl_prefix: str, events: set[str]) -> list[Message] | None:
+    raw = rec.get(key)
+    if raw is None:
+        raw = next((e.get(key) for e in rec.events if e.name == _DETAILS_EVENT and e.get(key) is not None), None)
+    if captured(raw):
+        return _from_semconv(raw)
+    for prefix in (oi_prefix, tl_prefix):
+        flat = unflatten(rec.attributes, prefix)
+        if flat:
+            return [m for m in map(_from_flat, flat) if m is not None]
+    found = [_from_event(e.name, e.attributes) for e in rec.events if e.name in events]
+    return found or None
+
+
+def _from_semconv(raw: Any) -> list[Message]:
+    value = load_text(raw) if isinstance(raw, str) else raw
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list):
+        return [Message("user", texts=(str(value),))]  # a plain non-JSON string
+    return [m for m in map(_semconv_message, value[:MAX_MESSAGES]) if m is not None]
+
+
+def _semconv_message(obj: Any) -> Message | None:
+    if not isinstance(obj, dict):
+        return None
+    role = str(obj.get("role") or "")
+    parts = obj.get("parts")
+    if not isinstance(parts, list):
+        return _chat_message(obj)  # an OpenAI chat-completions dict instead of parts
+    texts, calls, responses = [], [], []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "text" and isinstance(part.get("content"), str):
+            embedded = _embedded_chat_message(part["content"]) if role == "assistant" else None
+            if embedded is not None:
+                calls.extend(embedded.calls)
+                texts.extend(embedded.texts)
+            else:
+                texts.append(part["content"])
+        elif kind == "tool_call" and isinstance(part.get("name"), str):
+            calls.append(Requested(part["name"], part.get("arguments"), _id(part.get("id"))))
+        elif kind == "tool_call_response":
+            result = part["response"] if "response" in part else part.get("result")
+            responses.append((_id(part.get("id")), result))
+    return Message(role, tuple(texts), tuple(calls), tuple(responses))
+
+
+def _embedded_chat_message(text: str) -> Message | None:
+    # contrib openai-agents-v2 puts str(chat message dict) in a text part: "{'role': 'assistant', 'tool_calls': [...]}"
+    if not text.startswith("{") or "tool_calls" not in text:
+        return None
+    value = load_text(text)
+    return _chat_message(value) if isinstance(value, dict) and "tool_calls" in value else None
+
+
+def _chat_message(obj: dict[str, Any]) -> Message:
+    """An OpenAI chat-completions message: {role, content, tool_calls: [{id, function: {name, arguments}}]}."""
+    calls = []
+    for tc in obj.get("tool_calls") or ():
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            calls.append(Requested(fn["name"], fn.get("arguments"), _id(tc.get("id"))))
+    content = obj.get("content")
+    texts = (content,) if isinstance(content, str) and content else ()
+    role = str(obj.get("role") or "")
+    responses = ((_id(obj.get("tool_call_id") or obj.get("id")), content),) if role == "tool" else ()
+    return Message(role, texts, tuple(calls), responses)
+
+
+def _from_flat(entry: Any) -> Message | None:
+    """One flattened message: OpenInference's ``{"message": {...}}`` or Traceloop's bare fields."""
+    if not isinstance(entry, dict):
+        return None
+    msg = entry.get("message", entry)
+    if not isinstance(msg, dict):
+        return None
+    role = str(msg.get("role") or "")
+    texts = [msg["content"]] if isinstance(msg.get("content"), str) and captured(msg["content"]) else []
+    for part in _listed(msg.get("contents")):
+        content = part.get("message_content", {}) if isinstance(part, dict) else {}
+        if isinstance(content, dict) and isinstance(content.get("text"), str):
+            texts.append(content["text"])
+    calls = [c for c in map(_flat_call, _listed(msg.get("tool_calls"))) if c is not None]
+    responses = ()
+    if role == "tool":
+        responses = ((_id(msg.get("tool_call_id")), msg.get("content")),)
+    return Message(role, tuple(texts), tuple(calls), responses)
+
+
+def _flat_call(entry: Any) -> Requested | None:
+    if not isinstance(entry, dict):
+        return None
+    tc = entry.get("tool_call", entry)  # OpenInference nests under tool_call; Traceloop does not
+    if not isinstance(tc, dict):
+        return None
+    fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
+    name = fn.get("name")
+    if not isinstance(name, str):
+        return None
+    return Requested(name, fn.get("arguments"), _id(tc.get("id")))
+
+
+def _from_event(name: str, attributes: tuple[tuple[str, Any], ...]) -> Message:
+    body = dict(attributes)
+    content = body.get("gen_ai.event.content")
+    if isinstance(content, str):
+        content = load_text(content)
+    if isinstance(content, dict):
+        body.update(content)
+    if name == "gen_ai.choice" and isinstance(body.get("message"), dict):
+        body = {**body["message"], "role": "assistant"}
+    role = {"gen_ai.system.message": "system", "gen_ai.user.message": "user", "gen_ai.tool.message": "tool"}.get(
+        name, "assistant"
+    )
+    return _chat_message({**body, "role": body.get("role") or role})
+
+
+def unflatten(attributes: tuple[tuple[str, Any], ...], prefix: str) -> list[Any]:
+    """``prefix.<i>.a.b = v`` attributes as a list of nested dicts (indexes sorted, gaps skipped)."""
+    root: dict[str, Any] = {}
+    for key, value in attributes:
+        if not key.startswith(prefix):
+            continue
+        node = root
+        *path, leaf = key[len(prefix):].split(".")
+        for part in path:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        node[leaf] = value
+    return _listed(root)
+
+
+def _listed(value: Any) -> list[Any]:
+    """A dict keyed by indexes as a list in index order (nested levels too); lists pass through."""
+    if isinstance(value, list):
+        return value
+    if not isinstance(value, dict):
+        return []
+    items = sorted(((int(k), v) for k, v in value.items() if k.isdigit()), key=lambda kv: kv[0])
+    return [_nested(v) for _, v in items[:MAX_MESSAGES]]
+
+
+def _nested(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: (_listed(v) if isinstance(v, dict) and v and all(x.isdigit() for x in v) else _nested(v))
+                for k, v in value.items()}
+    return value
+
+
+def _id(value: Any) -> str | None:
+    # The registry example has a stray leading space in an id; trim, and treat empty as absent.
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def user_texts(messages: list[Message]) -> tuple[str, ...]:
+    return tuple(t for m in messages if m.role in ("user", "human") for t in m.texts if captured(t))

@@ -1,0 +1,69 @@
+"""What a span means to the adapter, whatever convention it follows: a tool call, an agent, a model
+call, a chain, or nothing of interest. Each convention family reads its own keys (genai.py,
+openinference.py, traceloop.py); ``classify`` asks them in order of how explicit their marker is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Union
+
+from luckrate.adapters.otlp.payloads import captured, tool_message_call_id
+from luckrate.adapters.otlp.spans import SpanRecord
+
+
+@dataclass(frozen=True)
+class ToolRole:
+    name: str | None
+    """The tool's name; None when the span names none (an error for the trajectory)."""
+    args: Any = None
+    """Raw arguments as recorded; None when not captured."""
+    result: Any = None
+    """Raw result as recorded; None when not captured."""
+    call_id: str | None = None
+    mcp: bool = False
+    """An MCP client ``tools/call`` span (merged into an enclosing framework tool span)."""
+
+
+@dataclass(frozen=True)
+class AgentRole:
+    name: str | None
+
+
+@dataclass(frozen=True)
+class ModelRole:
+    pass
+
+
+@dataclass(frozen=True)
+class ChainRole:
+    name: str | None = None
+
+
+Role = Union[ToolRole, AgentRole, ModelRole, ChainRole]
+
+
+def tool_role(name: Any, args: Any, result: Any, call_id: Any, mcp: bool = False) -> ToolRole:
+    """A ToolRole with absent/redacted content as None and the call id trimmed (or found in a ToolMessage)."""
+    args = args if captured(args) else None
+    result = result if captured(result) else None
+    cid = call_id.strip() if isinstance(call_id, str) and call_id.strip() else tool_message_call_id(result)
+    return ToolRole(name if isinstance(name, str) and name else None, args, result, cid, mcp)
+
+
+def suffix(span_name: str, prefix: str) -> str | None:
+    """``execute_tool lookup_order`` -> ``lookup_order`` (the span name pattern of the conventions)."""
+    if span_name.startswith(prefix + " "):
+        rest = span_name[len(prefix) + 1 :].strip()
+        return rest or None
+    return None
+
+
+def classify(rec: SpanRecord) -> Role | None:
+    from luckrate.adapters.otlp import genai, openinference, traceloop
+
+    for family in (openinference, genai, traceloop):
+        role = family.classify(rec)
+        if role is not None:
+            return role
+    return None

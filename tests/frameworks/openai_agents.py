@@ -1,0 +1,186 @@
+"""The shared scenarios replayed through the real OpenAI Agents SDK under a GenAI-conventions instrumentation.
+
+Real parts: the Agents SDK's ``Runner`` and function tools, the contrib
+``opentelemetry-instrumentation-openai-agents-v2`` processor, the OTel SDK's in-memory exporter and
+OTLP protobuf encoder. The one stand-in is the model (no LLM is reachable here): ``ScriptedChatModel``
+implements the SDK's ``Model`` interface and records its generation span the way the SDK's own
+``OpenAIChatCompletionsModel`` does (chat-completions messages in, the assistant message out), so the
+instrumentation sees what it would see from a real provider.
+
+    spans_for(scenario) -> bytes           # serialized ExportTraceServiceRequest, content captured
+    spans_for(scenario, capture=False)     # content capture off
+    spans_for(scenario, multi_agent=True)  # a triage agent hands off to the support agent
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from agents import Agent, ModelSettings, RunConfig, Runner, function_tool
+from agents.items import ModelResponse
+from agents.models.chatcmpl_converter import Converter
+from agents.models.interface import Model, ModelTracing
+from agents.tracing import generation_span, set_trace_processors
+from agents.usage import Usage
+from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tests.scenarios import Call, Scenario
+
+AGENT = "support_agent"
+TRIAGE = "triage_agent"
+_LOCK = threading.Lock()  # the instrumentor and the SDK's trace provider are process-global
+
+
+class ScriptedChatModel(Model):
+    """Returns the scenario's turns in order: each turn's tool calls, then the answer text."""
+
+    def __init__(self, turns: Sequence[Sequence[Call]], answer: str, prefix: str = "call"):
+        self._outputs = [self._tool_turn(i, turn, prefix) for i, turn in enumerate(turns)]
+        self._outputs.append([_text(answer)])
+
+    @staticmethod
+    def _tool_turn(i: int, turn: Sequence[Call], prefix: str) -> list[Any]:
+        return [
+            ResponseFunctionToolCall(
+                id=f"fc_{prefix}_{i}_{j}",
+                call_id=f"{prefix}_{i}_{j}",
+                type="function_call",
+                name=call.tool,
+                arguments=json.dumps(call.args),
+            )
+            for j, call in enumerate(turn)
+        ]
+
+    async def get_response(self, system_instructions, input, model_settings, tools, output_schema,
+                           handoffs, tracing: ModelTracing, *, previous_response_id=None,
+                           conversation_id=None, prompt=None) -> ModelResponse:
+        output = self._outputs.pop(0)
+        with generation_span(model="scripted-chat", disabled=tracing.is_disabled()) as span:
+            if tracing.include_data():
+                messages = Converter.items_to_messages(input)
+                if system_instructions:
+                    messages.insert(0, {"role": "system", "content": system_instructions})
+                span.span_data.input = messages
+                span.span_data.output = [_assistant_message(output)]
+            span.span_data.usage = {"input_tokens": 10, "output_tokens": 5}
+        return ModelResponse(output=output, usage=Usage(requests=1), response_id=None)
+
+    def stream_response(self, *args, **kwargs):
+        raise NotImplementedError("the fixtures run non-streamed")
+
+
+def _text(answer: str) -> ResponseOutputMessage:
+    return ResponseOutputMessage(
+        id="msg_answer", type="message", role="assistant", status="completed",
+        content=[ResponseOutputText(text=answer, type="output_text", annotations=[])],
+    )
+
+
+def _assistant_message(output: list[Any]) -> dict[str, Any]:
+    calls = [
+        {"id": o.call_id, "type": "function", "function": {"name": o.name, "arguments": o.arguments}}
+        for o in output
+        if isinstance(o, ResponseFunctionToolCall)
+    ]
+    text = "".join(c.text for o in output if isinstance(o, ResponseOutputMessage) for c in o.content)
+    return {"role": "assistant", "content": text or None, "tool_calls": calls or None}
+
+
+class _ToolScript:
+    """Answers each tool call with the scenario's scripted result, in order per tool."""
+
+    def __init__(self, scenario: Scenario):
+        self.pending: dict[str, list[Call]] = {}
+        for turn in scenario.turns:
+            for call in turn:
+                self.pending.setdefault(call.tool, []).append(call)
+
+    def answer(self, tool: str) -> str:
+        call = self.pending[tool].pop(0)
+        if call.error is not None:
+            raise RuntimeError(call.error)
+        return call.result or ""
+
+
+def _tools(script: _ToolScript) -> list[Any]:
+    @function_tool
+    def lookup_order(order_id: str) -> str:
+        """Look up an order."""
+        return script.answer("lookup_order")
+
+    @function_tool
+    def issue_refund(order_id: str, amount: float) -> str:
+        """Refund an order."""
+        return script.answer("issue_refund")
+
+    @function_tool
+    def fetch_webpage(url: str) -> str:
+        """Fetch a web page."""
+        return script.answer("fetch_webpage")
+
+    @function_tool
+    def send_email(to: str, body: str) -> str:
+        """Send an email."""
+        return script.answer("send_email")
+
+    @function_tool
+    def delete_account(user_id: str) -> str:
+        """Delete a user's account."""
+        return script.answer("delete_account")
+
+    @function_tool
+    def escalate_to_human(reason: str) -> str:
+        """Hand the conversation to a person."""
+        return script.answer("escalate_to_human")
+
+    return [lookup_order, issue_refund, fetch_webpage, send_email, delete_account, escalate_to_human]
+
+
+def _agents(scenario: Scenario, multi_agent: bool) -> Agent:
+    support = Agent(
+        name=AGENT,
+        instructions="You help customers with orders.",
+        tools=_tools(_ToolScript(scenario)),
+        model=ScriptedChatModel(scenario.turns, scenario.answer),
+        model_settings=ModelSettings(parallel_tool_calls=True),
+    )
+    if not multi_agent:
+        return support
+    handoff = Call("transfer_to_support_agent", {})
+    return Agent(
+        name=TRIAGE,
+        instructions="Route the customer to the right agent.",
+        handoffs=[support],
+        model=ScriptedChatModel([[handoff]], "unused", prefix="triage"),
+    )
+
+
+def run(scenario: Scenario, *, capture: bool = True, multi_agent: bool = False) -> list[Any]:
+    """Run the scenario and return the finished OTel SDK spans (ReadableSpan)."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with _LOCK:
+        set_trace_processors([])  # drop the SDK's default exporter to OpenAI's backend (no network here)
+        instrumentor = OpenAIAgentsInstrumentor()
+        instrumentor.instrument(tracer_provider=provider, capture_message_content=capture)
+        try:
+            config = RunConfig(workflow_name=f"scenario {scenario.name}", trace_include_sensitive_data=capture)
+            asyncio.run(Runner.run(_agents(scenario, multi_agent), scenario.user, run_config=config))
+        finally:
+            instrumentor.uninstrument()
+    return list(exporter.get_finished_spans())
+
+
+def spans_for(scenario: Scenario, *, capture: bool = True, multi_agent: bool = False) -> bytes:
+    """The scenario's spans as a serialized ExportTraceServiceRequest."""
+    return encode_spans(run(scenario, capture=capture, multi_agent=multi_agent)).SerializeToString()
