@@ -38,6 +38,18 @@ AGENT_NAME = "support_agent"
 MODEL_NAME = "scripted-model"
 
 
+PARALLEL_FAILING = Scenario(
+    "parallel_failing",
+    "Look up orders A and B.",
+    (
+        (Call("lookup_order", {"order_id": "A"}, "order A"), Call("lookup_order", {"order_id": "B"}, error="no such order")),
+        (Call("escalate_to_human", {"reason": "B is missing"}, "ticket T-1"),),
+    ),
+    "A is fine; B was escalated.",
+)
+"""Beyond tests/scenarios.py: two calls in one model turn, one of which fails (an error ToolMessage)."""
+
+
 class ToolFailed(Exception):
     """What a scripted tool raises for a call whose scenario sets ``error``."""
 
@@ -134,8 +146,9 @@ def _tool_error(e: ToolFailed) -> str:
     return str(e)
 
 
-def build_agent(scenario: Scenario):
-    """The compiled graph: agent -> tools -> agent until the model answers without tool calls."""
+def build_agent(scenario: Scenario, **compile_kwargs: Any):
+    """The compiled graph: agent -> tools -> agent until the model answers without tool calls.
+    ``compile_kwargs`` go to ``StateGraph.compile`` (e.g. a checkpointer and ``interrupt_before``)."""
     tools = _tools(_Script(scenario))
     model = ScriptedChatModel(scenario=scenario).bind_tools(tools)
 
@@ -148,12 +161,26 @@ def build_agent(scenario: Scenario):
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", tools_condition)
     graph.add_edge("tools", "agent")
-    return graph.compile(name=AGENT_NAME)
+    return graph.compile(name=AGENT_NAME, **compile_kwargs)
 
 
 def run_scenario(scenario: Scenario) -> list[BaseMessage]:
     """Run the agent on the scenario's user message; return the final message list."""
     state = build_agent(scenario).invoke({"messages": [HumanMessage(content=scenario.user)]})
+    return list(state["messages"])
+
+
+def run_until_interrupt(scenario: Scenario, before_turn: int) -> list[BaseMessage]:
+    """Run with a human-approval pause before the tools node and stop at the pause before turn
+    ``before_turn``'s tools run: the last AI message's calls then have no results (a real way for a
+    LangGraph run to end with calls unanswered)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    graph = build_agent(scenario, checkpointer=InMemorySaver(), interrupt_before=["tools"])
+    config = {"configurable": {"thread_id": scenario.name}}
+    state = graph.invoke({"messages": [HumanMessage(content=scenario.user)]}, config)
+    for _ in range(before_turn):
+        state = graph.invoke(None, config)  # approve: run the paused tools, continue to the next pause
     return list(state["messages"])
 
 
