@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from agents import Agent, ModelSettings, RunConfig, Runner, function_tool
@@ -35,6 +36,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests.scenarios import Call, Scenario
 
+OUTPUT_OK_KEY = "luckrate.output_ok"
 AGENT = "support_agent"
 TRIAGE = "triage_agent"
 _LOCK = threading.Lock()  # the instrumentor and the SDK's trace provider are process-global
@@ -164,8 +166,13 @@ def _agents(scenario: Scenario, multi_agent: bool) -> Agent:
     )
 
 
-def run(scenario: Scenario, *, capture: bool = True, multi_agent: bool = False) -> list[Any]:
-    """Run the scenario and return the finished OTel SDK spans (ReadableSpan)."""
+def run(
+    scenario: Scenario, *, capture: bool = True, multi_agent: bool = False, output_ok: bool | None = True
+) -> list[Any]:
+    """Run the scenario and return the finished OTel SDK spans (ReadableSpan).
+
+    With ``output_ok`` set, a root span opened around the run carries ``luckrate.output_ok`` (the way
+    a user's eval harness marks the output); the instrumentation's spans nest under it."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -175,12 +182,26 @@ def run(scenario: Scenario, *, capture: bool = True, multi_agent: bool = False) 
         instrumentor.instrument(tracer_provider=provider, capture_message_content=capture)
         try:
             config = RunConfig(workflow_name=f"scenario {scenario.name}", trace_include_sensitive_data=capture)
-            asyncio.run(Runner.run(_agents(scenario, multi_agent), scenario.user, run_config=config))
+            with _eval_span(provider, scenario, output_ok):
+                asyncio.run(Runner.run(_agents(scenario, multi_agent), scenario.user, run_config=config))
         finally:
             instrumentor.uninstrument()
     return list(exporter.get_finished_spans())
 
 
-def spans_for(scenario: Scenario, *, capture: bool = True, multi_agent: bool = False) -> bytes:
+@contextmanager
+def _eval_span(provider: TracerProvider, scenario: Scenario, output_ok: bool | None) -> Iterator[None]:
+    if output_ok is None:
+        yield
+        return
+    tracer = provider.get_tracer("tests.frameworks.openai_agents")
+    with tracer.start_as_current_span(f"eval {scenario.name}", attributes={OUTPUT_OK_KEY: output_ok}):
+        yield
+
+
+def spans_for(
+    scenario: Scenario, *, capture: bool = True, multi_agent: bool = False, output_ok: bool | None = True
+) -> bytes:
     """The scenario's spans as a serialized ExportTraceServiceRequest."""
-    return encode_spans(run(scenario, capture=capture, multi_agent=multi_agent)).SerializeToString()
+    spans = run(scenario, capture=capture, multi_agent=multi_agent, output_ok=output_ok)
+    return encode_spans(spans).SerializeToString()
