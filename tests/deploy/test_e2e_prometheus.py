@@ -1,0 +1,269 @@
+"""End to end with the real parts: `luckrate demo` -> `luckrate serve` -> a real Prometheus on loopback.
+
+Every PromQL expression in the Grafana dashboard and in the Prometheus rules must return data through
+Prometheus's HTTP API once demo traffic has flowed: a misspelt metric or label, a panel that cannot move,
+or a recording rule the dashboard depends on but Prometheus never evaluates fails here. Alert expressions
+are checked operand by operand (their thresholds are the promtool unit tests' business), and the taint
+alert must actually fire on the demo's tainted runs.
+
+Prometheus comes from Debian's `prometheus` package (CI installs it). Both servers bind 127.0.0.1 on
+free ports, use their own temporary config and data directories, and are stopped at the end.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+yaml = pytest.importorskip("yaml")
+
+ROOT = Path(__file__).resolve().parents[2]
+DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "luckrate.json"
+RULES = ROOT / "deploy" / "prometheus" / "rules" / "luckrate.rules.yml"
+SPEC = ROOT / "examples" / "spec.py"
+DEADLINE = 90.0
+"""Seconds to wait for any one condition; generous for a loaded 2-core CI machine."""
+
+pytestmark = [
+    pytest.mark.skipif(importlib.util.find_spec("luckrate.service.app") is None,
+                       reason="luckrate serve (luckrate.service.app) has not landed yet"),
+    pytest.mark.skipif(shutil.which("prometheus") is None,
+                       reason="prometheus not installed (apt-get install prometheus)"),
+]
+
+# Grafana's template variables, replaced as Grafana would for "All agents" over the last hour.
+GRAFANA_VARIABLES = {"$__rate_interval": "1m", "$__range": "1h", "$agent": ".*"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(what: str, probe: Callable[[], object], deadline: float = DEADLINE) -> object:
+    """Poll ``probe`` until it returns something truthy; fail naming ``what`` after the deadline."""
+    end = time.monotonic() + deadline
+    while True:
+        got = probe()
+        if got:
+            return got
+        if time.monotonic() > end:
+            pytest.fail(f"timed out after {deadline:.0f} s waiting for {what}")
+        time.sleep(0.25)  # polling a live server, not a timing assumption
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def luckrate(tmp_path_factory) -> Iterator[dict]:
+    """A real `luckrate serve` on free loopback ports; yields its ports and verdict log path."""
+    tmp = tmp_path_factory.mktemp("luckrate")
+    verdicts = tmp / "verdicts.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "luckrate.cli", "serve", "--spec", str(SPEC), "--grpc", "127.0.0.1:0",
+         "--http", "127.0.0.1:0", "--prometheus", "127.0.0.1:0", "--root-grace", "0.2", "--idle-timeout", "3",
+         "--verdict-log", str(verdicts)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = _read_line(proc, "luckrate serve: listening")
+        ports = dict(re.findall(r"(\w+) 127\.0\.0\.1:(\d+)", line))
+        yield {"grpc": int(ports["grpc"]), "http": int(ports["http"]), "prometheus": int(ports["prometheus"]),
+               "verdicts": verdicts, "proc": proc}
+    finally:
+        _stop(proc)
+
+
+def _read_line(proc: subprocess.Popen, prefix: str) -> str:
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            pytest.fail(f"luckrate serve exited with {proc.returncode}: {proc.stderr.read()}")
+        ready, _, _ = select.select([proc.stdout], [], [], 0.5)
+        if ready:
+            line = proc.stdout.readline()
+            if line.startswith(prefix):
+                return line
+    pytest.fail(f"luckrate serve did not print {prefix!r} within {DEADLINE:.0f} s")
+
+
+@pytest.fixture(scope="module")
+def prometheus(luckrate, tmp_path_factory) -> Iterator[str]:
+    """A real Prometheus scraping luckrate every second and evaluating the repository's rules."""
+    tmp = tmp_path_factory.mktemp("prometheus")
+    config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(RULES)],
+        "scrape_configs": [{"job_name": "luckrate",
+                            "static_configs": [{"targets": [f"127.0.0.1:{luckrate['prometheus']}"]}]}],
+    }
+    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
+    port = _free_port()
+    proc = subprocess.Popen(
+        ["prometheus", f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={tmp / 'data'}",
+         f"--web.listen-address=127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL, stderr=(tmp / "prometheus.log").open("w"))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for("Prometheus to become ready", lambda: _get(f"{url}/-/ready") is not None or proc.poll() is not None)
+        assert proc.poll() is None, (tmp / "prometheus.log").read_text()
+        yield url
+    finally:
+        _stop(proc)
+
+
+def _get(url: str) -> bytes | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.read()
+    except OSError:
+        return None
+
+
+def _query(base: str, expr: str) -> list:
+    body = _get(f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
+    if body is None:
+        return []
+    doc = json.loads(body)
+    assert doc["status"] == "success", (expr, doc)
+    return doc["data"]["result"]
+
+
+@pytest.fixture(scope="module")
+def traffic(luckrate, prometheus) -> dict:
+    """Demo runs through the real OTLP/gRPC exporter, plus the faults the health panels count."""
+    demo = subprocess.run(
+        [sys.executable, "-m", "luckrate.cli", "demo", "--endpoint", f"127.0.0.1:{luckrate['grpc']}",
+         "--rate", "40", "--runs", "40"], capture_output=True, text=True, timeout=120)
+    assert demo.returncode == 0, demo.stderr
+    verdicts = _wait_for("tainted traces in the verdict log", lambda: _tainted(luckrate["verdicts"]))
+    http = f"http://127.0.0.1:{luckrate['http']}/v1/traces"
+    _post_json(http, _span(verdicts[0], "00f067aa0ba902b7"))  # a span for a graded trace: late
+    _post_json(http, _span("0" * 32, "00f067aa0ba902b8"))  # all-zero trace id: rejected span
+    _post(http, b"{not json", "application/json")  # undecodable: refused request
+    return {"demo": demo.stderr, "tainted": verdicts}
+
+
+def _tainted(path: Path) -> list[str]:
+    if not path.exists():
+        return []
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [v["trace_id"] for v in lines if any(x["check"] == "taint" for x in v["violations"])]
+
+
+def _span(trace_id: str, span_id: str) -> dict:
+    now = time.time_ns()
+    return {"resourceSpans": [{"scopeSpans": [{"spans": [{
+        "traceId": trace_id, "spanId": span_id, "name": "execute_tool lookup_order", "kind": 1,
+        "startTimeUnixNano": str(now), "endTimeUnixNano": str(now + 1000),
+        "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                       {"key": "gen_ai.tool.name", "value": {"stringValue": "lookup_order"}}]}]}]}]}
+
+
+def _post_json(url: str, doc: dict) -> int:
+    return _post(url, json.dumps(doc).encode(), "application/json")
+
+
+def _post(url: str, body: bytes, content_type: str) -> int:
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": content_type}, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def dashboard_expressions() -> list[str]:
+    doc = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"] for p in doc["panels"] for t in p.get("targets", ())]
+    for name, value in GRAFANA_VARIABLES.items():
+        exprs = [e.replace(name, value) for e in exprs]
+    return exprs
+
+
+def rule_expressions() -> list[str]:
+    """Recording rules whole; alerting rules split into operands (comparisons dropped; ``absent(x)`` is
+    empty by design while x exists, so x itself is checked)."""
+    out = []
+    for group in yaml.safe_load(RULES.read_text())["groups"]:
+        for rule in group["rules"]:
+            out += [rule["expr"].strip()] if "record" in rule else alert_operands(rule["expr"])
+    return out
+
+
+_SET_OP = re.compile(r"\s+(and|or|unless)(\s+(on|ignoring)\s*\([^)]*\))?\s+")
+_COMPARISON = re.compile(r"\s*(==|!=|>=|<=|>|<)\s*(bool\s+)?-?[0-9.e+]+\s*$")
+
+
+def alert_operands(expr: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    text = " ".join(expr.split())
+    i = 0
+    while i < len(text):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        m = _SET_OP.match(text, i) if depth == 0 else None
+        if m:
+            parts.append(text[start:i])
+            start = i = m.end()
+            continue
+        i += 1
+    parts.append(text[start:])
+    operands = [_COMPARISON.sub("", p).strip() for p in parts]
+    return [o[len("absent("):-1] if o.startswith("absent(") else o for o in operands]
+
+
+def test_alert_operands_split_at_top_level_only() -> None:
+    expr = "sum by (a) (x unless x offset 10m) > 0 or absent(y)\n and on (a) z >= 20"
+    assert alert_operands(expr) == ["sum by (a) (x unless x offset 10m)", "y", "z"]
+
+
+def test_every_expression_is_covered() -> None:
+    # The lists the e2e test walks are not empty and contain the Luck Rate and taint expressions.
+    assert len(dashboard_expressions()) >= 15 and len(rule_expressions()) >= 10
+    assert any("luckrate_taint_total" in e for e in dashboard_expressions())
+    assert "agent:luckrate_luck_rate:ratio_rate5m" in " ".join(dashboard_expressions())
+
+
+@pytest.mark.parametrize("expr", dashboard_expressions() + rule_expressions())
+def test_expression_returns_data(expr: str, prometheus: str, traffic: dict) -> None:
+    result = _wait_for(f"data for {expr!r}", lambda: _query(prometheus, expr))
+    assert result
+
+
+def test_taint_alert_fires_on_demo_traffic(prometheus: str, traffic: dict) -> None:
+    def firing() -> list:
+        body = _get(f"{prometheus}/api/v1/alerts")
+        alerts = json.loads(body)["data"]["alerts"] if body else []
+        return [a for a in alerts if a["labels"]["alertname"] == "LuckrateTaint" and a["state"] == "firing"]
+
+    alerts = _wait_for("LuckrateTaint to fire", firing)
+    assert {(a["labels"]["privileged_tool"], a["labels"]["source_tool"]) for a in alerts} == {
+        ("send_email", "fetch_webpage")}
+
+
+def test_taint_count_matches_the_demo_mix(prometheus: str, traffic: dict, luckrate: dict) -> None:
+    # 40 runs = 4 passes of the 10-run cycle, one tainted run each; the verdict log names them all.
+    expr = "sum(luckrate_taint_total)"
+    _wait_for("4 taint findings", lambda: [r for r in _query(prometheus, expr) if float(r["value"][1]) == 4])
+    assert len(set(_tainted(luckrate["verdicts"]))) == 4
