@@ -1,0 +1,390 @@
+"""trajectory_from_spans on hand-built spans, one rule per case.
+
+The real instrumentations (test_otlp_frameworks.py) cover what they emit here; these cases cover the
+shapes they don't all emit (old GenAI events, MCP, Traceloop legacy, quirky arguments) as the
+reference (shared/reference/span-conventions.md) and the conventions' specs describe them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from luckrate.adapters import InvalidInput
+from luckrate.adapters.otlp import OutputRule, SpanEvent, SpanRecord, trajectory_from_spans
+
+TRACE = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
+S = 1_767_225_600_000_000_000  # a real epoch, in ns
+
+
+def sid(n: int) -> bytes:
+    return n.to_bytes(8, "big")
+
+
+def span(n: int, parent: int | None, name: str, start: int, end: int | None = None, status: int = 0,
+         message: str = "", events: tuple = (), trace: bytes = TRACE, **attrs: Any) -> SpanRecord:
+    return SpanRecord(
+        trace_id=trace, span_id=sid(n), parent_id=sid(parent) if parent else b"", name=name, kind=1,
+        start_ns=S + start, end_ns=S + (end if end is not None else start + 10), status_code=status,
+        status_message=message, attributes=tuple((k.replace("__", "."), v) for k, v in attrs.items()),
+        events=events,
+    )
+
+
+def a(**kw: Any) -> dict[str, Any]:
+    """Attribute names with dots, written as keyword arguments with double underscores."""
+    return kw
+
+
+def agent(n: int, parent: int | None, name: str, start: int = 0, end: int = 10_000, **attrs) -> SpanRecord:
+    return span(n, parent, f"invoke_agent {name}", start, end, **{"gen_ai__operation__name": "invoke_agent",
+                                                                 "gen_ai__agent__name": name, **attrs})
+
+
+def tool(n: int, parent: int, name: str, start: int, args: Any = None, result: Any = None, **attrs) -> SpanRecord:
+    extra = {"gen_ai__operation__name": "execute_tool", "gen_ai__tool__name": name, **attrs}
+    if args is not None:
+        extra["gen_ai__tool__call__arguments"] = args
+    if result is not None:
+        extra["gen_ai__tool__call__result"] = result
+    return span(n, parent, f"execute_tool {name}", start, **extra)
+
+
+def chat(n: int, parent: int, start: int, end: int, *, inputs: list | None = None, outputs: list | None = None,
+         **attrs) -> SpanRecord:
+    extra: dict[str, Any] = {"gen_ai__operation__name": "chat", **attrs}
+    if inputs is not None:
+        extra["gen_ai__input__messages"] = json.dumps(inputs)
+    if outputs is not None:
+        extra["gen_ai__output__messages"] = json.dumps(outputs)
+    return span(n, parent, "chat m", start, end, **extra)
+
+
+def call_part(name: str, args: Any, call_id: str | None = None) -> dict[str, Any]:
+    return {"type": "tool_call", "id": call_id, "name": name, "arguments": args}
+
+
+def assistant(*parts: dict) -> dict[str, Any]:
+    return {"role": "assistant", "finish_reason": "tool_call", "parts": list(parts)}
+
+
+USER = {"role": "user", "parts": [{"type": "text", "content": "Refund ORD-1"}]}
+
+
+# --- argument shapes -------------------------------------------------------------------------------
+
+ARGUMENT_SHAPES = [
+    ("json string", '{"order_id": "ORD-1", "n": 2}', {"order_id": "ORD-1", "n": 2}),
+    ("python repr", "{'order_id': 'ORD-1', 'ok': True, 'n': None}", {"order_id": "ORD-1", "ok": True, "n": None}),
+    ("plain object", {"order_id": "ORD-1"}, {"order_id": "ORD-1"}),
+    ("traceloop envelope inputs",
+     json.dumps({"input_str": "{'order_id': 'ORD-1'}", "tags": [], "metadata": {}, "inputs": {"order_id": "ORD-1"},
+                 "kwargs": {}}), {"order_id": "ORD-1"}),
+    ("traceloop envelope input_str only", json.dumps({"input_str": "{'order_id': 'ORD-1'}", "tags": None}),
+     {"order_id": "ORD-1"}),
+    ("traceloop decorator", json.dumps({"args": [], "kwargs": {"order_id": "ORD-1"}}), {"order_id": "ORD-1"}),
+    ("unparseable stays a string", "order ORD-1, please", {"input": "order ORD-1, please"}),
+    ("broken json stays a string", '{"order_id": "ORD-1"', {"input": '{"order_id": "ORD-1"'}),
+    ("code is never run", "__import__('os').system('x')", {"input": "__import__('os').system('x')"}),
+    ("a tool argument named inputs is not an envelope", {"inputs": [1, 2]}, {"inputs": [1, 2]}),
+]
+
+
+@pytest.mark.parametrize("label, raw, expected", ARGUMENT_SHAPES, ids=[c[0] for c in ARGUMENT_SHAPES])
+def test_argument_shapes(label, raw, expected):
+    traj = trajectory_from_spans([agent(1, None, "a"), tool(2, 1, "lookup_order", 100, args=raw, result="ok")])
+    assert traj.steps[0].args == expected
+
+
+def test_openinference_bare_value_takes_the_requested_argument_name():
+    spans = [
+        span(1, None, "graph", 0, 1000, openinference__span__kind="AGENT"),
+        span(2, 1, "ChatModel", 10, 20, openinference__span__kind="LLM",
+             **{"llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.id": "call_7",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "lookup_order",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"order_id": "ORD-1"}'}),
+        span(3, 1, "tools", 30, 60, openinference__span__kind="CHAIN"),
+        span(4, 3, "lookup_order", 40, 50, openinference__span__kind="TOOL", tool__name="lookup_order",
+             input__value="ORD-1", output__value="found"),
+    ]
+    (step,) = trajectory_from_spans([_dots(s) for s in spans]).steps
+    assert (step.args, step.call_id, step.result, step.agent) == ({"order_id": "ORD-1"}, "call_7", "found", "graph")
+
+
+def _dots(rec: SpanRecord) -> SpanRecord:
+    from dataclasses import replace
+    return replace(rec, attributes=tuple((k.replace("__", "."), v) for k, v in rec.attributes))
+
+
+# --- results ---------------------------------------------------------------------------------------
+
+OI_TOOL_MESSAGE = json.dumps({"type": "tool", "data": {"content": "shipped", "tool_call_id": "call_b2",
+                                                       "name": "lookup_order", "status": "success"}})
+TL_ENVELOPE = json.dumps({"output": {"lc": 1, "type": "constructor", "id": ["langchain", "ToolMessage"],
+                                     "kwargs": {"content": "shipped", "tool_call_id": "call_b2", "status": "success"}},
+                          "kwargs": {"name": "lookup_order"}})
+
+RESULTS = [
+    ("plain text", "shipped", "shipped", None, None),
+    ("json text stays verbatim", '{"b": 1,  "a": 2}', '{"b": 1,  "a": 2}', None, None),
+    ("openinference ToolMessage", OI_TOOL_MESSAGE, "shipped", "call_b2", None),
+    ("traceloop lc envelope", TL_ENVELOPE, "shipped", "call_b2", None),
+    ("content blocks", json.dumps({"type": "tool", "data": {"content": [{"type": "text", "text": "a"},
+                                                                         {"type": "text", "text": "b"}]}}),
+     "ab", None, None),
+    ("handled error in the ToolMessage", json.dumps({"type": "tool", "data": {"content": "boom", "status": "error"}}),
+     "boom", None, "boom"),
+    ("structured value", {"k": [1, 2]}, '{"k": [1, 2]}', None, None),
+]
+
+
+@pytest.mark.parametrize("label, raw, text, call_id, error", RESULTS, ids=[c[0] for c in RESULTS])
+def test_results_are_unwrapped(label, raw, text, call_id, error):
+    (step,) = trajectory_from_spans([agent(1, None, "a"), tool(2, 1, "lookup_order", 5, args="{}", result=raw)]).steps
+    assert (step.result, step.call_id, step.error) == (text, call_id, error)
+
+
+# --- the three conventions -------------------------------------------------------------------------
+
+def test_genai_semconv_new_generation():
+    spans = [
+        agent(1, None, "Support", gen_ai__input__messages=json.dumps([USER])),
+        chat(2, 1, 10, 20, inputs=[USER], outputs=[assistant(call_part("web_fetch", {"url": "https://ex.test/x"},
+                                                                       " call_a1"))]),
+        tool(3, 1, "web_fetch", 30, args='{"url":"https://ex.test/x"}', result='{"body": "99817"}',
+             gen_ai__tool__call__id="call_a1"),
+        chat(4, 1, 50, 60, inputs=[USER, {"role": "tool", "parts": [
+            {"type": "tool_call_response", "id": "call_a1", "response": "{}"}]}],
+             outputs=[assistant(call_part("refund_order", {"order_id": "99817"}, "call_b2"))]),
+        tool(5, 1, "refund_order", 70, args='{"order_id":"99817"}', status=2, message="not allowed",
+             error__type="PermissionError", gen_ai__tool__call__id="call_b2"),
+    ]
+    traj = trajectory_from_spans(spans)
+    assert traj.id == TRACE.hex() and traj.agent == "Support" and traj.input == "Refund ORD-1"
+    assert [(s.tool, s.call_id, s.error) for s in traj.steps] == [
+        ("web_fetch", "call_a1", None), ("refund_order", "call_b2", "not allowed")]
+    assert traj.steps[0].t == pytest.approx((S + 30) / 1e9) and traj.steps[0].duration == pytest.approx(1e-8)
+
+
+def test_genai_semconv_old_generation_events():
+    events_in = (
+        SpanEvent("gen_ai.system.message", S, (("content", "be nice"),)),
+        SpanEvent("gen_ai.user.message", S, (("content", "Refund ORD-1"),)),
+    )
+    choice = SpanEvent("gen_ai.choice", S, (("gen_ai.event.content", json.dumps({"index": 0, "message": {
+        "tool_calls": [{"id": "call_1", "type": "function",
+                        "function": {"name": "lookup_order", "arguments": '{"order_id": "ORD-1"}'}}]}})),))
+    spans = [
+        agent(1, None, "a"),
+        span(2, 1, "chat m", 10, 20, events=events_in + (choice,), gen_ai__operation__name="chat",
+             gen_ai__system="openai"),
+        tool(3, 1, "lookup_order", 30),  # content capture off on the tool span: the model's request fills in
+    ]
+    traj = trajectory_from_spans(spans)
+    assert traj.input == "Refund ORD-1"
+    assert [(s.tool, s.args, s.call_id) for s in traj.steps] == [("lookup_order", {"order_id": "ORD-1"}, "call_1")]
+
+
+def test_openinference_kinds_and_agent_quirk():
+    spans = [_dots(s) for s in [
+        span(1, None, "supervisor", 0, 1000, openinference__span__kind="AGENT", agent__name="supervisor"),
+        span(2, 1, "LLM", 5, 8, openinference__span__kind="LLM",
+             **{"llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "hi there"}),
+        span(3, 1, "tools", 10, 100, openinference__span__kind="CHAIN"),
+        # The LangChain instrumentation marks any run named "...agent..." as AGENT, tools included.
+        span(4, 3, "transfer_to_refund_agent", 20, 30, openinference__span__kind="AGENT",
+             tool__name="transfer_to_refund_agent", input__value="{}", output__value="ok"),
+        span(5, 1, "refund_agent", 40, 90, openinference__span__kind="AGENT"),
+        span(6, 5, "issue_refund", 50, 60, openinference__span__kind="TOOL", tool__name="issue_refund",
+             input__value="{'order_id': 'ORD-1'}", output__value="done", status=2, message="Traceback..."),
+    ]]
+    traj = trajectory_from_spans(spans)
+    assert traj.agent == "supervisor" and traj.input == "hi there"
+    assert [(s.tool, s.agent, s.error) for s in traj.steps] == [
+        ("transfer_to_refund_agent", "supervisor", None), ("issue_refund", "refund_agent", "Traceback...")]
+
+
+def test_traceloop_kinds_and_legacy_messages():
+    spans = [_dots(s) for s in [
+        span(1, None, "support.workflow", 0, 1000, traceloop__span__kind="workflow",
+             traceloop__workflow__name="support"),
+        span(2, 1, "support.agent", 1, 999, traceloop__span__kind="agent", traceloop__entity__name="support"),
+        span(3, 2, "ChatOpenAI.chat", 10, 20, **{
+            "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "Refund ORD-1",
+            "gen_ai.completion.0.role": "assistant",
+            "gen_ai.completion.0.tool_calls.0.id": "call_9",
+            "gen_ai.completion.0.tool_calls.0.name": "issue_refund",
+            "gen_ai.completion.0.tool_calls.0.arguments": '{"order_id": "ORD-1"}'}),
+        span(4, 2, "execute_task tools", 30, 80, traceloop__span__kind="task"),
+        span(5, 4, "issue_refund.tool", 40, 50, traceloop__span__kind="tool", traceloop__entity__name="issue_refund",
+             traceloop__entity__input=json.dumps({"input_str": "{'order_id': 'ORD-1'}", "inputs": {"order_id": "ORD-1"},
+                                                   "tags": [], "metadata": {}, "kwargs": {}}),
+             traceloop__entity__output=TL_ENVELOPE),
+    ]]
+    traj = trajectory_from_spans(spans)
+    assert (traj.agent, traj.input) == ("support", "Refund ORD-1")
+    assert [(s.tool, s.args, s.result, s.call_id, s.agent) for s in traj.steps] == [
+        ("issue_refund", {"order_id": "ORD-1"}, "shipped", "call_b2", "support")]
+
+
+# --- joins, MCP, ordering ----------------------------------------------------------------------------
+
+def test_tool_calls_only_in_model_output_still_become_steps():
+    spans = [
+        agent(1, None, "a"),
+        chat(2, 1, 10, 20, outputs=[assistant(call_part("lookup_order", {"order_id": "1"}, "c1"),
+                                              call_part("send_email", '{"to": "x@y"}', "c2"))]),
+        tool(3, 1, "lookup_order", 30, args='{"order_id": "1"}', result="r"),
+        chat(4, 1, 40, 50, inputs=[{"role": "tool", "parts": [{"type": "tool_call_response", "id": "c2",
+                                                                  "result": "sent"}]}]),
+    ]
+    traj = trajectory_from_spans(spans)
+    assert [(s.tool, s.call_id, s.args, s.result, s.t) for s in traj.steps] == [
+        ("send_email", "c2", {"to": "x@y"}, "sent", (S + 20) / 1e9),  # at the model span's end
+        ("lookup_order", "c1", {"order_id": "1"}, "r", (S + 30) / 1e9),
+    ]
+
+
+def test_join_without_call_id_uses_name_arguments_and_order():
+    spans = [
+        agent(1, None, "a"),
+        chat(2, 1, 10, 20, outputs=[assistant(call_part("lookup_order", {"order_id": "1"}, "c1"),
+                                              call_part("lookup_order", {"order_id": "2"}, "c2"),
+                                              call_part("lookup_order", {"order_id": "2"}, "c3"))]),
+        tool(3, 1, "lookup_order", 30, args='{"order_id": "2"}'),
+        tool(4, 1, "lookup_order", 31, args='{"order_id": "1"}'),
+        tool(5, 1, "lookup_order", 32, args='{"order_id": "2"}'),
+    ]
+    assert [s.call_id for s in trajectory_from_spans(spans).steps] == ["c2", "c1", "c3"]
+
+
+def test_mcp_child_of_a_tool_span_is_the_same_call():
+    spans = [
+        agent(1, None, "a"),
+        tool(2, 1, "search", 10, end=100),
+        span(3, 2, "tools/call search", 20, 90, status=2, message="mcp failed", mcp__method__name="tools/call",
+             gen_ai__tool__name="search", gen_ai__tool__call__arguments='{"q": "x"}'),
+        span(4, 1, "tools/call fetch", 200, 210, mcp__method__name="tools/call", gen_ai__operation__name="execute_tool",
+             gen_ai__tool__call__arguments='{"url": "u"}', gen_ai__tool__call__result="page"),
+    ]
+    traj = trajectory_from_spans(spans)
+    assert [(s.tool, s.args, s.result, s.error) for s in traj.steps] == [
+        ("search", {"q": "x"}, None, "mcp failed"), ("fetch", {"url": "u"}, "page", None)]
+
+
+def test_ordering_ties_break_on_end_then_span_id():
+    spans = [agent(1, None, "a"), tool(9, 1, "c", 50, end=70), tool(8, 1, "b", 50, end=70),
+             tool(7, 1, "a", 50, end=90), tool(6, 1, "z", 40, end=95)]
+    assert [s.tool for s in trajectory_from_spans(spans).steps] == ["z", "b", "c", "a"]
+    assert [s.tool for s in trajectory_from_spans(list(reversed(spans))).steps] == ["z", "b", "c", "a"]
+
+
+def test_nearest_agent_walks_up_through_chains_and_root_agent_names_the_run():
+    spans = [
+        span(1, None, "workflow", 0, 1000, gen_ai__operation__name="invoke_agent"),  # unnamed root agent
+        agent(2, 1, "supervisor", 1, 999),
+        span(3, 2, "chain", 2, 500, gen_ai__operation__name="invoke_workflow"),
+        agent(4, 3, "worker", 3, 400),
+        span(5, 4, "task", 4, 300),
+        tool(6, 5, "a", 10),
+        tool(7, 3, "b", 450),
+    ]
+    traj = trajectory_from_spans(spans)
+    assert traj.agent == "supervisor"
+    assert [(s.tool, s.agent) for s in traj.steps] == [("a", "worker"), ("b", "supervisor")]
+
+
+# --- content capture ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, result, content", [
+    (None, None, False),
+    ("__REDACTED__", "__REDACTED__", False),
+    ('{"a": 1}', None, True),
+    (None, "r", True),
+])
+def test_content_capture(args, result, content):
+    traj = trajectory_from_spans([_dots(s) for s in [
+        span(1, None, "g", 0, 100, openinference__span__kind="AGENT", input__value="__REDACTED__"),
+        span(2, 1, "t", 10, 20, openinference__span__kind="TOOL", tool__name="t",
+             **({"input__value": args} if args else {}), **({"output__value": result} if result else {})),
+    ]])
+    assert traj.content is content
+    if not content:
+        assert (traj.steps[0].args, traj.steps[0].result) == ({}, None)
+
+
+# --- output_ok ---------------------------------------------------------------------------------------
+
+def evaluation(name: str = "quality", label: str | None = None, score: float | None = None, **extra) -> SpanEvent:
+    attrs = [("gen_ai.evaluation.name", name)]
+    if label is not None:
+        attrs.append(("gen_ai.evaluation.score.label", label))
+    if score is not None:
+        attrs.append(("gen_ai.evaluation.score.value", score))
+    return SpanEvent("gen_ai.evaluation.result", S, tuple(attrs) + tuple(extra.items()))
+
+
+OUTPUT_CASES = [
+    ("no verdict", {}, {}, (), OutputRule(), None),
+    ("root attribute wins", {"luckrate.output_ok": False}, {"luckrate.output_ok": True}, (), OutputRule(), False),
+    ("child attribute", {}, {"luckrate.output_ok": True}, (), OutputRule(), True),
+    ("configured key", {"my.ok": True}, {"luckrate.output_ok": False}, (), OutputRule(attribute="my.ok"), True),
+    ("non-bool ignored", {"luckrate.output_ok": "yes"}, {}, (), OutputRule(), None),
+    ("attribute beats evaluation", {"luckrate.output_ok": True}, {}, (evaluation(label="fail"),), OutputRule(), True),
+    ("pass label", {}, {}, (evaluation(label="Pass"),), OutputRule(), True),
+    ("fail label", {}, {}, (evaluation(label="failed"),), OutputRule(), False),
+    ("any fail wins", {}, {}, (evaluation(label="pass"), evaluation(label="fail")), OutputRule(), False),
+    ("unknown label, no threshold", {}, {}, (evaluation(label="meh", score=0.9),), OutputRule(), None),
+    ("threshold pass", {}, {}, (evaluation(score=0.8),), OutputRule(threshold=0.7), True),
+    ("threshold fail", {}, {}, (evaluation(score=0.6),), OutputRule(threshold=0.7), False),
+    ("named evaluation only", {}, {}, (evaluation("tox", label="fail"), evaluation("quality", label="pass")),
+     OutputRule(evaluation="quality"), True),
+    ("named evaluation absent", {}, {}, (evaluation("tox", label="pass"),), OutputRule(evaluation="quality"), None),
+    ("custom labels", {}, {}, (evaluation(label="good"),), OutputRule(pass_labels=("good",)), True),
+    ("evaluator error", {}, {}, (evaluation(label="pass", **{"error.type": "timeout"}),), OutputRule(), None),
+]
+
+
+@pytest.mark.parametrize("label, root_attrs, child_attrs, events, rule, expected", OUTPUT_CASES,
+                         ids=[c[0] for c in OUTPUT_CASES])
+def test_output_ok(label, root_attrs, child_attrs, events, rule, expected):
+    root = span(1, None, "eval", 0, 100, **{k.replace(".", "__"): v for k, v in root_attrs.items()})
+    child = agent(2, 1, "a", 1, 99, **{k.replace(".", "__"): v for k, v in child_attrs.items()})
+    child = SpanRecord(**{**{f: getattr(child, f) for f in SpanRecord.__slots__}, "events": events})
+    assert trajectory_from_spans([child, root], rule).output_ok is expected
+
+
+# --- bad input -----------------------------------------------------------------------------------
+
+OTHER = bytes.fromhex("11" * 16)
+BAD = [
+    ("no spans", [], "no spans"),
+    ("mixed traces", [agent(1, None, "a"), agent(2, None, "b", trace=OTHER)],
+     f"trace {TRACE.hex()}: span 0000000000000002 belongs to another trace ({OTHER.hex()})"),
+    ("tool without a name", [agent(1, None, "a"), span(2, 1, "execute_tool", 5, gen_ai__operation__name="execute_tool")],
+     f"trace {TRACE.hex()}: span 0000000000000002: tool span names no tool"),
+    ("parent cycle", [span(1, 2, "x", 0, gen_ai__operation__name="invoke_agent"), span(2, 1, "y", 1)],
+     f"trace {TRACE.hex()}: span 0000000000000001: parent links form a cycle"),
+    ("no known convention", [span(1, None, "GET /", 0), span(2, 1, "SELECT", 1)],
+     f"trace {TRACE.hex()}: no GenAI, OpenInference or Traceloop agent, model or tool span among 2 spans"),
+]
+
+
+@pytest.mark.parametrize("label, spans, message", BAD, ids=[c[0] for c in BAD])
+def test_spans_that_make_no_trajectory(label, spans, message):
+    with pytest.raises(InvalidInput) as e:
+        trajectory_from_spans([_dots(s) for s in spans])
+    assert str(e.value) == message
+
+
+def test_duplicate_spans_from_retries_count_once():
+    spans = [agent(1, None, "a"), tool(2, 1, "t", 5, args="{}"), tool(2, 1, "t", 5, args="{}")]
+    assert len(trajectory_from_spans(spans).steps) == 1
+
+
+def test_orphans_whose_parent_never_arrived_still_count():
+    spans = [agent(1, None, "a"), tool(2, 99, "t", 5)]
+    assert [(s.tool, s.agent) for s in trajectory_from_spans(spans).steps] == [("t", None)]
