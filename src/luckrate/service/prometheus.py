@@ -16,8 +16,6 @@ from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from opentelemetry.sdk.metrics.export import (
-    AggregationTemporality,
-    Gauge,
     Histogram,
     MetricReader,
     MetricsData,
@@ -36,8 +34,7 @@ class PrometheusReader(MetricReader):
     """Collects on demand (each scrape) with cumulative temporality, as Prometheus expects."""
 
     def __init__(self) -> None:
-        super().__init__(preferred_temporality={Sum: AggregationTemporality.CUMULATIVE,
-                                                Histogram: AggregationTemporality.CUMULATIVE})
+        super().__init__()  # the SDK's default temporality is cumulative, as Prometheus expects
         self._lock = threading.Lock()
         self._data: MetricsData | None = None
 

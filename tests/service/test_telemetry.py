@@ -1,0 +1,131 @@
+"""Telemetry: instruments as declared, bounded labels, and the Prometheus text our reader serves,
+parsed with prometheus-client's real parser."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from luckrate.core.grade import grade
+from luckrate.core.spec import load_specs
+from luckrate.core.step import Step, Trajectory, numbered
+from luckrate.service.config import Endpoint
+from luckrate.service.prometheus import MetricsServer, PrometheusReader
+from luckrate.service.telemetry import INSTRUMENTS, OTHER, Labels, Telemetry, prometheus_name
+from tests.scenarios import BY_NAME, Scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECS = load_specs(ROOT / "examples" / "spec.py")
+
+
+def trajectory(s: Scenario, agent: str = "support", output_ok: bool | None = True) -> Trajectory:
+    steps = [Step(0, c.tool, c.args, c.result, c.error) for turn in s.turns for c in turn]
+    return Trajectory(s.name, numbered(steps), None, agent, s.user, output_ok)
+
+
+def samples(text: str) -> dict[tuple[str, tuple], float]:
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+def total(s: dict, name: str, **labels) -> float:
+    return sum(v for (n, ls), v in s.items() if n == name and set(labels.items()) <= set(ls))
+
+
+@pytest.fixture
+def tele():
+    reader = PrometheusReader()
+    t = Telemetry([reader], Labels(SPECS, max_agents=2))
+    yield t, reader
+    t.shutdown()
+
+
+NAMES = [
+    ("luckrate.runs", "luckrate_runs_total"),
+    ("luckrate.taint", "luckrate_taint_total"),
+    ("luckrate.traces.active", "luckrate_traces_active"),
+    ("luckrate.grade.duration", "luckrate_grade_duration_seconds"),
+]
+
+
+@pytest.mark.parametrize("otel, prom", NAMES)
+def test_prometheus_names(otel, prom):
+    assert prometheus_name(next(i for i in INSTRUMENTS if i.name == otel)) == prom
+
+
+def test_runs_violations_and_taint_from_real_grades(tele):
+    t, reader = tele
+    spec = SPECS["*"]
+    for name, ok in (("clean", True), ("injected", True), ("forbidden", False), ("user_supplied", None)):
+        t.run(grade(trajectory(BY_NAME[name], output_ok=ok), spec), spec, spec.name)
+    s = samples(reader.render())
+    assert total(s, "luckrate_runs_total") == 4
+    assert total(s, "luckrate_runs_total", output="pass", path="bad") == 1  # injected: lucky
+    assert total(s, "luckrate_runs_total", output="pass", path="ok") == 1
+    assert total(s, "luckrate_runs_total", output="unknown") == 1
+    assert total(s, "luckrate_taint_total", privileged_tool="send_email", source_tool="fetch_webpage") == 1
+    assert total(s, "luckrate_violations_total", check="forbidden", tool="delete_account", severity="hard") == 1
+
+
+def test_agent_labels_first_n_then_other():
+    labels = Labels(SPECS, max_agents=2)
+    assert [labels.agent(a) for a in ("a", "b", "c", "a", None)] == ["a", "b", OTHER, "a", OTHER]
+
+
+def test_agent_labels_with_named_specs_are_the_keys():
+    named = {"refunds": SPECS["*"], "*": SPECS["*"]}
+    labels = Labels(named, max_agents=20)
+    assert [labels.agent(a) for a in ("refunds", "x")] == ["refunds", OTHER]
+
+
+def test_tool_labels_come_from_the_spec_vocabulary():
+    assert Labels.tool("send_email", SPECS["*"]) == "send_email"
+    assert Labels.tool('evil"}\n', SPECS["*"]) == OTHER
+
+
+def test_undeclared_attributes_are_refused(tele):
+    t, _ = tele
+    with pytest.raises(ValueError, match="luckrate.spans.rejected takes attributes"):
+        t.add("luckrate.spans.rejected", 1, why="x")
+
+
+def test_histograms_and_gauges_render(tele):
+    t, reader = tele
+    t.add("luckrate.grade.duration", 0.003)
+    t.add("luckrate.grade.duration", 7.0)
+    t.add("luckrate.traces.active", 3)
+    t.add("luckrate.traces.active", -1)
+    s = samples(reader.render())
+    assert s[("luckrate_grade_duration_seconds_count", ())] == 2
+    assert s[("luckrate_grade_duration_seconds_bucket", (("le", "0.005"),))] == 1
+    assert s[("luckrate_grade_duration_seconds_bucket", (("le", "+Inf"),))] == 2
+    assert s[("luckrate_traces_active", ())] == 2
+
+
+def test_metrics_server_lifecycle(tele):
+    t, reader = tele
+    t.add("luckrate.grade.errors")
+    server = MetricsServer(Endpoint("127.0.0.1", 0), reader)
+    server.start()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10) as r:
+            assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+            assert samples(r.read().decode())[("luckrate_grade_errors_total", ())] == 1
+    finally:
+        server.shutdown()
+    server.shutdown()
+    MetricsServer(Endpoint("127.0.0.1", 0), reader).shutdown()  # shutdown without start
+
+
+def test_docs_metrics_table_matches_the_instruments():
+    """docs/serve.md's metrics table lists exactly what telemetry.py declares."""
+    text = (ROOT / "docs" / "serve.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `(luckrate_[a-z_]+)`", text, re.M))
+    assert documented == {prometheus_name(i) for i in INSTRUMENTS}
