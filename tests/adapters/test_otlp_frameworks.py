@@ -16,7 +16,7 @@ from luckrate.adapters.otlp import read_otlp, read_otlp_json
 from luckrate.core.grade import grade
 from luckrate.core.spec import Spec
 from tests.frameworks import langgraph_agent, openai_agents
-from tests.scenarios import BY_NAME, SCENARIOS, Call, Scenario
+from tests.scenarios import BY_NAME, SCENARIOS
 
 SOURCES = ("openai-agents", "openinference", "traceloop")
 
@@ -90,19 +90,8 @@ def test_multi_agent_handoff_attributes_each_step_to_its_agent():
     ]
 
 
-FAILING = Scenario(
-    "failing",
-    "Refund order ORD-12345.",
-    (
-        (Call("lookup_order", {"order_id": "ORD-12345"}, error="order service down"),),
-        (Call("lookup_order", {"order_id": "ORD-12345"}, "{}"), Call("escalate_to_human", {"reason": "x"}, "ok")),
-    ),
-    "Escalated.",
-)
-
-
 def test_real_tool_failure_and_parallel_calls():
-    traj = one(openai_agents.spans_for(FAILING), "failing")
+    traj = one(openai_agents.spans_for(openai_agents.FAILING), "failing")
     assert [s.tool for s in traj.steps] == ["lookup_order", "lookup_order", "escalate_to_human"]
     # The SDK redacts the exception text; the span status (ERROR + its description) is what marks it.
     assert traj.steps[0].error.startswith("Error running tool (non-fatal)")

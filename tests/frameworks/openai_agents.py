@@ -39,6 +39,16 @@ from tests.scenarios import Call, Scenario
 OUTPUT_OK_KEY = "luckrate.output_ok"
 AGENT = "support_agent"
 TRIAGE = "triage_agent"
+FAILING = Scenario(
+    "failing",
+    "Refund order ORD-12345.",
+    (
+        (Call("lookup_order", {"order_id": "ORD-12345"}, error="order service down"),),
+        (Call("lookup_order", {"order_id": "ORD-12345"}, "{}"), Call("escalate_to_human", {"reason": "x"}, "ok")),
+    ),
+    "Escalated.",
+)
+"""A tool that raises, then two calls in one model turn (beyond tests/scenarios.py)."""
 _LOCK = threading.Lock()  # the instrumentor and the SDK's trace provider are process-global
 
 
