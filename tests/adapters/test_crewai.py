@@ -142,7 +142,11 @@ def test_end_without_start_is_still_a_step():
     traj = trajectory_from_events(events, id="r")
     assert [(s.tool, s.result) for s in traj.steps] == [
         ("lookup_order", _events("forbidden")[1]["output"]), ("delete_account", "account deleted")]
-    assert traj.steps[1].t > 1e9 and traj.steps[1].duration > 0
+    end = next(e for e in events if e["tool_name"] == "delete_account")
+    duration = (datetime.fromisoformat(end["finished_at"]) - datetime.fromisoformat(end["started_at"])).total_seconds()
+    assert traj.steps[1].duration == pytest.approx(duration) and duration > 0
+    # Start = the end's zoned timestamp minus the duration (started_at carries no zone).
+    assert traj.steps[1].t == pytest.approx(datetime.fromisoformat(end["timestamp"]).timestamp() - duration)
 
 
 def test_reported_failure_on_a_finished_event_is_an_error():

@@ -259,8 +259,10 @@ def _step(start: _Event | None, end: _Event | None) -> Step:
 def _start_time(start: _Event | None, end: _Event | None) -> float:
     if start is not None and start.time is not None:
         return start.time
-    if end is not None and end.started_at is not None:
-        return end.started_at
+    if end is not None and end.time is not None:
+        # CrewAI writes started_at/finished_at without a zone (local time): good for a duration,
+        # not for a start; the end's zoned timestamp minus the duration is.
+        return end.time - _duration(start, end)
     return 0.0
 
 
