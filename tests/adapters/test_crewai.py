@@ -144,9 +144,9 @@ def test_end_without_start_is_still_a_step():
         ("lookup_order", _events("forbidden")[1]["output"]), ("delete_account", "account deleted")]
     end = next(e for e in events if e["tool_name"] == "delete_account")
     duration = (datetime.fromisoformat(end["finished_at"]) - datetime.fromisoformat(end["started_at"])).total_seconds()
-    assert traj.steps[1].duration == pytest.approx(duration) and duration > 0
+    assert traj.steps[1].duration == pytest.approx(duration, abs=1e-6) and duration > 0
     # Start = the end's zoned timestamp minus the duration (started_at carries no zone).
-    assert traj.steps[1].t == pytest.approx(datetime.fromisoformat(end["timestamp"]).timestamp() - duration)
+    assert traj.steps[1].t == pytest.approx(datetime.fromisoformat(end["timestamp"]).timestamp() - duration, abs=1e-6)
 
 
 def test_reported_failure_on_a_finished_event_is_an_error():
