@@ -4,6 +4,7 @@ process (the Traceloop uninstrumentor leaves its patches behind; see ``_unwrap_l
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -82,3 +83,16 @@ def test_otlp_json_uses_hex_ids_and_integer_enums():
     assert all(len(s["traceId"]) == 32 and len(s["spanId"]) == 16 for s in spans)
     int(spans[0]["traceId"], 16)
     assert all(isinstance(s.get("kind", 0), int) for s in spans)
+
+
+CAPTURES = sorted((Path(__file__).resolve().parents[1] / "testdata" / "langgraph").glob("*.otlp"))
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+def test_committed_span_captures_agree_in_both_encodings(path):
+    # Other tests and the CLI examples read these; the JSON twin must describe the same spans.
+    spans = _decode(path.read_bytes())
+    assert spans and len({s.trace_id for s in spans}) == 1
+    decoded = json.loads(path.with_name(path.name + ".json").read_text())
+    twins = [s for rs in decoded["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    assert [(s["spanId"], s["name"]) for s in twins] == [(s.span_id.hex(), s.name) for s in spans]
