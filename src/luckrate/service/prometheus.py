@@ -152,7 +152,8 @@ class MetricsServer:
 
         self._server = ThreadingHTTPServer((self.endpoint.host, self.endpoint.port), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="luckrate-metrics", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.1,), name="luckrate-metrics",
+                                        daemon=True)
         self._thread.start()
 
     def shutdown(self) -> None:

@@ -81,7 +81,7 @@ class HttpReceiver:
         self._server = _Server((self.endpoint.host, self.endpoint.port), _handler(self))
         self._server.tls = self._tls
         self.port = self._server.server_address[1]
-        threading.Thread(target=self._server.serve_forever, name="luckrate-http", daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, args=(0.1,), name="luckrate-http", daemon=True).start()
         self.ready = True
 
     def shutdown(self) -> None:

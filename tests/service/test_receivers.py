@@ -1,0 +1,161 @@
+"""Receivers in-process: every OTLP answer (415, 405, 413, 400, 401, 429/RESOURCE_EXHAUSTED, partial
+success), gzip, health, and the refusal counters; the whole service built by app.build on port 0."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import urllib.request
+from dataclasses import replace
+
+import grpc
+import pytest
+from google.rpc import status_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+
+from luckrate.core.spec import load_specs
+from luckrate.service.app import build
+from luckrate.service.config import Endpoint, ServiceConfig
+from tests.service.harness import SPEC, otlp_json, parse_metrics, post, record_runs, request_of, total, wait_until
+from tests.service.test_e2e import runs
+
+PROTO = "application/x-protobuf"
+LIMIT = 64 * 1024
+TOKEN = "t0ken"
+
+
+@pytest.fixture(scope="module")
+def spans():
+    return record_runs(runs(["clean"]))
+
+
+def config(**over) -> ServiceConfig:
+    loop = Endpoint("127.0.0.1", 0)
+    return replace(ServiceConfig(spec=str(SPEC), grpc=loop, http=loop, prometheus=loop, root_grace=0.05,
+                                 max_request_bytes=LIMIT), **over)
+
+
+@pytest.fixture
+def service(request):
+    svc = build(config(**getattr(request, "param", {})), load_specs(SPEC))
+    svc.start()
+    yield svc
+    assert svc.stop(10)
+
+
+def urls(svc):
+    grpc_r, http_r = svc.receivers
+    return f"127.0.0.1:{grpc_r.port}", f"http://127.0.0.1:{http_r.port}"
+
+
+def metrics(svc) -> dict:
+    return parse_metrics(svc.metrics.reader.render())
+
+
+def refused(svc, transport, reason) -> float:
+    return total(metrics(svc), "luckrate_requests_refused_total", transport=transport, reason=reason)
+
+
+HTTP_REFUSALS = [
+    # (case, body, content type, extra headers, status, refusal reason or None)
+    ("text/plain", b"x", "text/plain", {}, 415, "unsupported_media_type"),
+    ("garbage protobuf", b"\xff\xff\xff", PROTO, {}, 400, "undecodable"),
+    ("garbage json", b"{not json", "application/json", {}, 400, "undecodable"),
+    ("over the limit", b"\0" * (LIMIT + 1), PROTO, {}, 413, "too_large"),
+    ("gzip bomb", gzip.compress(b"\0" * (LIMIT * 4)), PROTO, {"Content-Encoding": "gzip"}, 413, "too_large"),
+    ("bad gzip", b"not gzip", PROTO, {"Content-Encoding": "gzip"}, 400, "undecodable"),
+    ("brotli", b"x", PROTO, {"Content-Encoding": "br"}, 415, "unsupported_media_type"),
+]
+
+
+@pytest.mark.parametrize("case, body, ctype, headers, code, reason", HTTP_REFUSALS, ids=[c[0] for c in HTTP_REFUSALS])
+def test_http_refusals(service, case, body, ctype, headers, code, reason):
+    _, http = urls(service)
+    status, resp_headers, resp = post(http + "/v1/traces", body, ctype, headers)
+    assert status == code
+    if ctype == PROTO:
+        assert status_pb2.Status.FromString(resp).message  # the error body is a google.rpc.Status
+    else:
+        assert json.loads(resp)["message"]
+    assert refused(service, "http", reason) == 1
+
+
+def test_http_methods_paths_and_health(service):
+    _, http = urls(service)
+    with urllib.request.urlopen(http + "/healthz", timeout=5) as r:
+        assert r.status == 200
+    with urllib.request.urlopen(http + "/readyz", timeout=5) as r:
+        assert r.status == 200
+    for method, path, code in (("GET", "/v1/traces", 405), ("PUT", "/v1/traces", 405), ("GET", "/nope", 404),
+                               ("POST", "/v1/logs", 404)):
+        req = urllib.request.Request(http + path, data=b"" if method != "GET" else None, method=method)
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=5)
+        assert e.value.code == code, (method, path)
+
+
+def test_http_gzip_protobuf_and_json_are_graded(service, spans):
+    _, http = urls(service)
+    body = gzip.compress(request_of(spans).SerializeToString())
+    status, _, resp = post(http + "/v1/traces", body, PROTO, {"Content-Encoding": "gzip"})
+    assert status == 200 and ExportTraceServiceResponse.FromString(resp) == ExportTraceServiceResponse()
+    status, _, resp = post(http + "/v1/traces", gzip.compress(otlp_json(request_of(spans))), "application/json",
+                           {"Content-Encoding": "gzip"})
+    assert status == 200
+    s = wait_until(lambda: (m := metrics(service)) and total(m, "luckrate_spans_assembled_total") == len(spans) and m,
+                   "the trace to be graded")
+    assert total(s, "luckrate_runs_total", output="pass", path="ok") == 1
+    assert total(s, "luckrate_spans_late_total") + total(s, "luckrate_spans_duplicate_total") == len(spans)
+
+
+def test_grpc_refusals_and_gzip(service, spans):
+    target, _ = urls(service)
+    with grpc.insecure_channel(target, compression=grpc.Compression.Gzip) as channel:
+        export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+        with pytest.raises(grpc.RpcError) as e:
+            export(b"\xff\xff\xff", timeout=5)
+        assert e.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        with pytest.raises(grpc.RpcError) as e:
+            export(b"\x0a" + b"\x80\x80\x08" + b"\0" * (LIMIT + 10), timeout=5)
+        assert e.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        # Over the size limit is not throttling: no RetryInfo, so the client does not retry.
+        assert "grpc-status-details-bin" not in dict(e.value.trailing_metadata() or ())
+        assert TraceServiceStub(channel).Export(request_of(spans), timeout=5) == ExportTraceServiceResponse()
+    assert refused(service, "grpc", "undecodable") == 1
+
+
+def test_grpc_health(service):
+    target, _ = urls(service)
+    with grpc.insecure_channel(target) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        for name in ("", "opentelemetry.proto.collector.trace.v1.TraceService"):
+            reply = stub.Check(health_pb2.HealthCheckRequest(service=name), timeout=5)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        with pytest.raises(grpc.RpcError) as e:
+            stub.Check(health_pb2.HealthCheckRequest(service="other"), timeout=5)
+        assert e.value.code() is grpc.StatusCode.NOT_FOUND
+
+
+@pytest.mark.parametrize("service", [{"bearer_token": TOKEN}], indirect=True)
+def test_bearer_token(service, spans):
+    target, http = urls(service)
+    body = request_of(spans).SerializeToString()
+    assert post(http + "/v1/traces", body, PROTO)[0] == 401
+    assert post(http + "/v1/traces", body, PROTO, {"Authorization": "Bearer wrong"})[0] == 401
+    assert post(http + "/v1/traces", body, PROTO, {"Authorization": f"Bearer {TOKEN}"})[0] == 200
+    with grpc.insecure_channel(target) as channel:
+        stub = TraceServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as e:
+            stub.Export(request_of(spans), timeout=5)
+        assert e.value.code() is grpc.StatusCode.UNAUTHENTICATED
+        stub.Export(request_of(spans), metadata=(("authorization", f"Bearer {TOKEN}"),), timeout=5)
+    s = metrics(service)
+    assert total(s, "luckrate_requests_refused_total", reason="unauthenticated") == 3
+    assert total(s, "luckrate_spans_received_total") == 2 * len(spans)  # refused requests are never decoded
+
+
+def test_service_shutdown_without_start():
+    svc = build(config(), load_specs(SPEC))
+    assert svc.stop(5)

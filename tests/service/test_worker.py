@@ -1,0 +1,106 @@
+"""The grading worker: spec routing, ungraded reasons, a failing trace does not stop it, the verdict log."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from luckrate.adapters.otlp import OutputRule, records_from_request, trajectory_from_spans
+from luckrate.core.spec import load_specs
+from luckrate.service.assembler import CompletedTrace
+from luckrate.service.prometheus import PrometheusReader
+from luckrate.service.telemetry import Labels, Telemetry
+from luckrate.service.worker import MAX_ECHO, VerdictLog, Worker
+from tests.service.harness import SPEC, parse_metrics, record_runs, request_of, total
+from tests.service.test_e2e import by_trace, runs
+
+SPECS = load_specs(SPEC)
+
+
+@pytest.fixture(scope="module")
+def traces() -> list[CompletedTrace]:
+    """clean, tainted, forbidden as completed traces of real span records."""
+    out = []
+    for spans in by_trace(record_runs(runs(["clean", "tainted", "forbidden"]))):
+        records, _ = records_from_request(request_of(spans))
+        out.append(CompletedTrace(records[0].trace_id, tuple(records), "root_ended", 0.0))
+    return out
+
+
+def rig(specs=SPECS, adapt=None, verdict_log=None):
+    reader = PrometheusReader()
+    telemetry = Telemetry([reader], Labels(specs))
+    released = []
+    worker = Worker(specs, adapt or (lambda spans: trajectory_from_spans(spans, OutputRule())), telemetry,
+                    release=released.append, clock=lambda: 2.5, verdict_log=verdict_log)
+    return worker, lambda: parse_metrics(reader.render()), released
+
+
+def test_lifecycle_start_consume_shutdown(traces, tmp_path):
+    log = tmp_path / "v.jsonl"
+    worker, scrape, released = rig(verdict_log=VerdictLog(log))
+    worker.start()
+    for t in traces:
+        worker.submit(t)
+    assert worker.stop(timeout=30)
+    s = scrape()
+    assert total(s, "luckrate_runs_total") == 3
+    assert total(s, "luckrate_runs_total", path="bad") == 2
+    assert total(s, "luckrate_verdict_delay_seconds_sum") == 3 * 2.5
+    assert sorted(released) == sorted(len(t.spans) for t in traces)
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert sorted(v["check"] for line in lines for v in line["violations"]) == ["forbidden", "taint"]
+    assert {line["trace_id"] for line in lines} <= {t.trace_id.hex() for t in traces}
+
+
+def test_shutdown_without_start(traces):
+    worker, scrape, _ = rig()
+    worker.submit(traces[0])
+    assert worker.stop(timeout=5)
+    assert total(scrape(), "luckrate_runs_total") == 1
+
+
+def test_an_exception_is_counted_logged_with_the_trace_id_and_the_worker_goes_on(traces, caplog):
+    # A stand-in adapter that raises on one trace: no real input makes the real adapter crash on purpose.
+    doomed = traces[1].trace_id
+
+    def adapt(spans):
+        if spans[0].trace_id == doomed:
+            raise RuntimeError("boom")
+        return trajectory_from_spans(spans, OutputRule())
+
+    worker, scrape, released = rig(adapt=adapt)
+    worker.start()
+    with caplog.at_level(logging.ERROR, logger="luckrate.service.worker"):
+        for t in traces:
+            worker.submit(t)
+        assert worker.stop(timeout=30)
+    s = scrape()
+    assert (total(s, "luckrate_grade_errors_total"), total(s, "luckrate_runs_total")) == (1, 2)
+    assert doomed.hex() in caplog.text
+    assert len(released) == 3  # the failed trace's spans are released too
+
+
+def test_no_spec_for_the_agent_is_ungraded(traces):
+    named = {"billing-agent": SPECS["*"]}  # no "*" fallback; the runs' agent is support-agent
+    worker, scrape, released = rig(specs=named)
+    for t in traces:
+        worker.handle(t)
+    s = scrape()
+    assert total(s, "luckrate_traces_ungraded_total", reason="no_spec") == 3
+    assert total(s, "luckrate_runs_total") == 0
+
+
+def test_verdict_log_bounds_echoed_values(tmp_path):
+    from luckrate.core.grade import RunGrade
+    from luckrate.core.violation import Severity, Violation
+
+    g = RunGrade("ab" * 16, "c", "x" * 10_000, True, (Violation("taint", Severity.HARD, 2, "send_email", "y" * 10_000),))
+    log = VerdictLog(tmp_path / "v.jsonl")
+    log.write(g, "spec")
+    log.close()
+    line = json.loads((tmp_path / "v.jsonl").read_text())
+    assert len(line["agent"]) == MAX_ECHO + 1 and len(line["violations"][0]["detail"]) == MAX_ECHO + 1
+    assert (line["output"], line["spec"]) == ("pass", "spec")
