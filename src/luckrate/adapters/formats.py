@@ -16,6 +16,8 @@ Reader = Callable[[bytes, str], list[Trajectory]]
 
 FORMATS: dict[str, tuple[str, str]] = {
     "trajectory": ("luckrate.adapters.trajectory", "read_file"),
+    "langgraph": ("luckrate.adapters.langgraph", "read_file"),
+    "crewai": ("luckrate.adapters.crewai", "read_file"),
 }
 """Format name -> (module, reader function)."""
 
