@@ -144,8 +144,8 @@ class Assembler:
             self._schedule(tid, trace)
         for name, n in dropped.items():
             if n:
+                self._release(n)  # before counting, so whoever sees the count also sees the room
                 self._count(name, n)
-                self._release(n)
 
     def expire(self) -> int:
         """Complete every trace that is due by now; returns how many."""
