@@ -11,6 +11,7 @@ MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 
 def classify(rec: SpanRecord) -> Role | None:
     op = rec.get("gen_ai.operation.name")
+    op = op if isinstance(op, str) else None
     if rec.get("mcp.method.name") == "tools/call" or (op is None and rec.name.startswith("tools/call ")):
         return _tool(rec, "tools/call", mcp=True)
     if op == "execute_tool":

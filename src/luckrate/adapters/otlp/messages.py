@@ -106,7 +106,8 @@ def _embedded_chat_message(text: str) -> Message | None:
 def _chat_message(obj: dict[str, Any]) -> Message:
     """An OpenAI chat-completions message: {role, content, tool_calls: [{id, function: {name, arguments}}]}."""
     calls = []
-    for tc in obj.get("tool_calls") or ():
+    tool_calls = obj.get("tool_calls")
+    for tc in tool_calls if isinstance(tool_calls, list) else ():
         fn = tc.get("function") if isinstance(tc, dict) else None
         if isinstance(fn, dict) and isinstance(fn.get("name"), str):
             calls.append(Requested(fn["name"], fn.get("arguments"), _id(tc.get("id"))))
@@ -188,15 +189,19 @@ def _listed(value: Any) -> list[Any]:
         return value
     if not isinstance(value, dict):
         return []
-    items = sorted(((int(k), v) for k, v in value.items() if k.isdigit()), key=lambda kv: kv[0])
+    items = sorted(((int(k), v) for k, v in value.items() if _index(k)), key=lambda kv: kv[0])
     return [_nested(v) for _, v in items[:MAX_MESSAGES]]
 
 
 def _nested(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: (_listed(v) if isinstance(v, dict) and v and all(x.isdigit() for x in v) else _nested(v))
+        return {k: (_listed(v) if isinstance(v, dict) and v and all(map(_index, v)) else _nested(v))
                 for k, v in value.items()}
     return value
+
+
+def _index(key: str) -> bool:
+    return key.isascii() and key.isdigit() and len(key) < 10
 
 
 def _id(value: Any) -> str | None:

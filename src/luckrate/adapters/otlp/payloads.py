@@ -54,10 +54,24 @@ def load_text(text: str) -> Any:
         pass
     if len(s) <= MAX_LITERAL and s[0] in "{[(\"'":
         try:
-            return ast.literal_eval(s)
+            return _plain(ast.literal_eval(s))
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             pass
     return s
+
+
+def _plain(value: Any) -> Any:
+    """A Python literal made JSON-shaped (tuples and sets as lists, keys as strings, bytes and
+    complex numbers as text), so steps stay serializable."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((_plain(v) for v in value), key=repr)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return repr(value)
 
 
 def _unwrap_envelope(obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -65,11 +79,11 @@ def _unwrap_envelope(obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     if "input_str" in obj and set(obj) <= _ENVELOPE_KEYS:
         inputs = obj.get("inputs")
         if isinstance(inputs, dict) and inputs:
-            return dict(inputs), True
+            return {str(k): v for k, v in inputs.items()}, True
         return parse_args(obj.get("input_str"))
     # Traceloop's decorator form: {"args": [...], "kwargs": {...}}
     if set(obj) == {"args", "kwargs"} and isinstance(obj["kwargs"], dict) and isinstance(obj["args"], list):
-        out = dict(obj["kwargs"])
+        out = {str(k): v for k, v in obj["kwargs"].items()}
         if obj["args"]:
             out["args"] = obj["args"]
         return out, True

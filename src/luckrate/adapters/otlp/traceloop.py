@@ -9,6 +9,7 @@ from luckrate.adapters.otlp.spans import SpanRecord
 
 def classify(rec: SpanRecord) -> Role | None:
     kind = rec.get("traceloop.span.kind")
+    kind = kind if isinstance(kind, str) else None
     if kind == "tool":
         args = rec.get("gen_ai.tool.call.arguments")
         result = rec.get("gen_ai.tool.call.result")
@@ -19,7 +20,8 @@ def classify(rec: SpanRecord) -> Role | None:
             rec.get("gen_ai.tool.call.id"),
         )
     if kind == "agent":
-        return AgentRole(rec.get("traceloop.entity.name") or None)
+        name = rec.get("traceloop.entity.name")
+        return AgentRole(name if isinstance(name, str) and name else None)
     if kind in ("workflow", "task"):
         name = rec.get("traceloop.workflow.name") if kind == "workflow" else None
         return ChainRole(name if isinstance(name, str) else None)
