@@ -161,3 +161,21 @@ def test_sigterm_grades_every_buffered_trace_and_exports_before_exit(tmp_path):
         assert len(log.read_text().splitlines()) == 3
     finally:
         sink.close()
+
+
+def test_bad_config_fails_at_start_naming_each_key(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.service.harness import ROOT, SPEC
+
+    conf = tmp_path / "luckrate.toml"
+    conf.write_text('root_grase = 1\nhttp = "nowhere"\n')
+    done = subprocess.run([sys.executable, "-m", "luckrate.service", "--spec", str(SPEC), "--config", str(conf)],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-3:] == [
+        f"luckrate serve: 2 problems in config {conf}",
+        "  root_grase: unknown key (did you mean 'root_grace'?)",
+        "  http: 'nowhere' is not HOST:PORT",
+    ]

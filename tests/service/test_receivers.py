@@ -164,3 +164,29 @@ def test_bearer_token(service, spans):
 def test_service_shutdown_without_start():
     svc = build(config(), load_specs(SPEC))
     assert svc.stop(5)
+
+
+@pytest.mark.parametrize("kind", ["grpc", "http"])
+def test_receiver_lifecycle(kind, spans):
+    """Each receiver alone: start → consume → shutdown, shutdown twice, and shutdown without start."""
+    from luckrate.service.assembler import SpanBudget
+    from luckrate.service.intake import Intake
+    from luckrate.service.receiver_grpc import GrpcReceiver
+    from luckrate.service.receiver_http import HttpReceiver
+
+    got: list = []
+    intake = Intake(got.append, SpanBudget(1000), lambda *a, **k: None)
+    cls = GrpcReceiver if kind == "grpc" else HttpReceiver
+    make = lambda: cls(Endpoint("127.0.0.1", 0), intake, max_request_bytes=LIMIT, retry_after=1)  # noqa: E731
+    make().shutdown()
+    receiver = make()
+    receiver.start()
+    if kind == "grpc":
+        with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
+            TraceServiceStub(channel).Export(request_of(spans), timeout=5)
+    else:
+        assert post(f"http://127.0.0.1:{receiver.port}/v1/traces", request_of(spans).SerializeToString(),
+                    PROTO)[0] == 200
+    receiver.shutdown()
+    receiver.shutdown()
+    assert [len(batch) for batch in got] == [len(spans)]
