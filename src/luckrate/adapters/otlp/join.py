@@ -66,7 +66,8 @@ def join(calls: list[Call], requests: list[_Request], responses: dict[str, Any])
     """Calls with ids and arguments completed from their requests, plus the unanswered requests."""
     from luckrate.adapters.otlp.payloads import result_text
 
-    joined = [_join_one(c, requests) for c in sorted(calls, key=lambda c: c.key)]
+    index = _Index(requests)
+    joined = [_join_one(c, index) for c in sorted(calls, key=lambda c: c.key)]
     for req in requests:
         if req.taken:
             continue
@@ -77,26 +78,40 @@ def join(calls: list[Call], requests: list[_Request], responses: dict[str, Any])
     return joined
 
 
-def _join_one(call: Call, requests: list[_Request]) -> Call:
-    req = _find(call, requests)
+class _Index:
+    """Open requests by call id and by tool name (in request order), so joining stays near-linear."""
+
+    def __init__(self, requests: list[_Request]):
+        self.by_id: dict[str, _Request] = {}
+        self.by_name: dict[str, list[_Request]] = {}
+        for req in requests:
+            if req.call_id:
+                self.by_id.setdefault(req.call_id, req)
+            self.by_name.setdefault(req.tool, []).append(req)
+
+    def take(self, req: _Request) -> None:
+        req.taken = True
+        self.by_name[req.tool].remove(req)
+
+
+def _join_one(call: Call, index: _Index) -> Call:
+    req = _find(call, index)
     if req is None:
         return call
-    req.taken = True
+    index.take(req)
     if req.captured and (not call.args_captured or (not call.parsed and req.parsed)):
         call = replace(call, args=req.args, parsed=req.parsed, args_captured=True)
     return replace(call, call_id=call.call_id or req.call_id)
 
 
-def _find(call: Call, requests: list[_Request]) -> _Request | None:
-    open_ = [r for r in requests if not r.taken]
+def _find(call: Call, index: _Index) -> _Request | None:
     if call.call_id:
-        by_id = next((r for r in open_ if r.call_id == call.call_id), None)
-        if by_id is not None:
+        by_id = index.by_id.get(call.call_id)
+        if by_id is not None and not by_id.taken:
             return by_id
-    named = [r for r in open_ if r.tool == call.tool and r.model.start_ns <= call.start_ns]
-    if not call.args_captured:
-        return named[0] if named else None
-    for req in named:
-        if not req.captured or args_match(call.args, call.parsed, req.args):
+    for req in index.by_name.get(call.tool, ()):
+        if req.model.start_ns > call.start_ns:
+            continue  # asked after this call started: cannot be the request it answers
+        if not call.args_captured or not req.captured or args_match(call.args, call.parsed, req.args):
             return req
     return None
