@@ -190,3 +190,48 @@ def test_receiver_lifecycle(kind, spans):
     receiver.shutdown()
     receiver.shutdown()
     assert [len(batch) for batch in got] == [len(spans)]
+
+
+EVALUATIONS = [
+    # (case, config, events on the root span, expected output label)
+    ("label fail", {"output_evaluation": "answer-check"},
+     [{"gen_ai.evaluation.name": "answer-check", "gen_ai.evaluation.score.label": "fail"}], "fail"),
+    ("other evaluation ignored", {"output_evaluation": "answer-check"},
+     [{"gen_ai.evaluation.name": "tone", "gen_ai.evaluation.score.label": "pass"}], "unknown"),
+    ("score over threshold", {"output_evaluation": "answer-check", "output_threshold": 0.7},
+     [{"gen_ai.evaluation.name": "answer-check", "gen_ai.evaluation.score.value": 0.9}], "pass"),
+    ("custom attribute", {"output_attribute": "my.verdict"}, [], "pass"),
+]
+
+
+@pytest.mark.parametrize("case, over, events, output", EVALUATIONS, ids=[c[0] for c in EVALUATIONS])
+def test_output_rule_flags_reach_the_adapter(case, over, events, output):
+    """--output-attribute / --output-evaluation / --output-threshold decide the runs' output label."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from luckrate import demo
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    run = replace(demo.make_run("clean", 1, "support-agent"), output_ok=None)
+    with provider.get_tracer("t").start_as_current_span("invoke_agent wrapper") as wrapper:
+        for attrs in events:
+            wrapper.add_event("gen_ai.evaluation.result", attrs)
+        if "output_attribute" in over:
+            wrapper.set_attribute(over["output_attribute"], True)
+        wrapper.set_attribute("gen_ai.operation.name", "invoke_agent")
+        wrapper.set_attribute("gen_ai.agent.name", "support-agent")
+        demo.emit(provider.get_tracer("t"), run)
+    provider.shutdown()
+    svc = build(config(**over), load_specs(SPEC))
+    svc.start()
+    try:
+        _, http = urls(svc)
+        assert post(http + "/v1/traces", request_of(memory.get_finished_spans()).SerializeToString(), PROTO)[0] == 200
+        s = wait_until(lambda: (m := metrics(svc)) and total(m, "luckrate_runs_total") == 1 and m, "a graded run")
+        assert total(s, "luckrate_runs_total", output=output) == 1
+    finally:
+        svc.stop(10)

@@ -45,6 +45,7 @@ _FLAGS = (
     ("--max-request-bytes", "max_request_bytes", int, "largest request after decompression (default 64 MiB)"),
     ("--output-attribute", "output_attribute", str, "span attribute with the output verdict"),
     ("--output-evaluation", "output_evaluation", str, "gen_ai.evaluation.result name that decides output_ok"),
+    ("--output-threshold", "output_threshold", float, "evaluation score at or above which the output passes"),
     ("--verdict-log", "verdict_log", str, "JSON Lines file of graded traces with violations"),
     ("--max-agents", "max_agents", int, "with one SPEC: distinct agent labels before 'other' (default 20)"),
     ("--shutdown-timeout", "shutdown_timeout", float, "seconds to drain on SIGTERM (default 30)"),
@@ -123,7 +124,8 @@ def build(cfg: ServiceConfig, specs) -> Service:
         readers.append(_otlp_reader(cfg))
     telemetry = Telemetry(readers, Labels(specs, cfg.max_agents))
     budget = SpanBudget(cfg.max_buffered_spans)
-    rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation)
+    rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation,
+                      threshold=cfg.output_threshold)
     worker = Worker(specs, lambda spans: trajectory_from_spans(spans, rule), telemetry, release=budget.release,
                     verdict_log=VerdictLog(cfg.verdict_log) if cfg.verdict_log else None)
     limits = Limits(cfg.root_grace, cfg.idle_timeout, cfg.max_trace_age, cfg.max_spans_per_trace, cfg.late_memory,

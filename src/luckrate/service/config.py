@@ -75,6 +75,8 @@ class ServiceConfig:
     """Span attribute holding the output eval's verdict."""
     output_evaluation: str | None = None
     """``gen_ai.evaluation.result`` name whose label or score decides ``output_ok``."""
+    output_threshold: float | None = None
+    """With ``output_evaluation``: a score at or above this passes when the event has no known label."""
     verdict_log: str | None = None
     """JSON Lines file: one line per graded trace with violations."""
     max_agents: int = 20
@@ -135,6 +137,10 @@ def _check(key: str, value: Any, problems: list[tuple[str, str]]) -> Any:
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"expected a positive integer, got {value!r}")
             return value
+        if key == "output_threshold":
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise ValueError(f"expected a number, got {value!r}")
+            return None if value is None else float(value)
         if key in _STRINGS or key in _OPTIONAL_STRINGS:
             if value is None and key in _OPTIONAL_STRINGS:
                 return None
