@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import Counter
 
@@ -195,3 +196,40 @@ def test_loop_shutdown_without_start():
     loop.submit([span(1, 1)])
     assert loop.stop(timeout=1)
     assert [t.reason for t in out] == ["shutdown"]
+
+
+@functools.lru_cache(maxsize=1)
+def _real_records() -> tuple[SpanRecord, ...]:
+    """One tainted run recorded with the OTel SDK, as span records (recorded once per session)."""
+    from luckrate import demo
+    from luckrate.adapters.otlp import records_from_request
+    from tests.service.harness import record_runs, request_of
+
+    records, _ = records_from_request(request_of(record_runs([demo.make_run("tainted", 3, "support-agent")])))
+    return tuple(records)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.randoms(use_true_random=False), st.integers(min_value=2, max_value=8))
+def test_split_shuffled_real_spans_give_the_same_trajectory(rnd: random.Random, n_requests: int):
+    """Real recorded spans of one run, split over requests in random order: the same Trajectory as one
+    in-order request (the adapter orders by time, the assembler only collects)."""
+    from luckrate.adapters.otlp import OutputRule, trajectory_from_spans
+
+    real = _real_records()
+    in_order = Rig(**LIMITS)
+    in_order.asm.add(real)
+    in_order.asm.drain()
+    shuffled = list(real)
+    rnd.shuffle(shuffled)
+    split = Rig(**LIMITS)
+    cuts = sorted(rnd.sample(range(1, len(shuffled)), min(n_requests, len(shuffled)) - 1))
+    for lo, hi in zip([0] + cuts, cuts + [len(shuffled)]):
+        split.asm.add(shuffled[lo:hi])
+        split.clock.advance(0.5)
+        split.asm.expire()
+    split.asm.drain()
+    rule = OutputRule()
+    expected = trajectory_from_spans(in_order.out[0].spans, rule)
+    assert expected.steps  # the run really has tool calls to order
+    assert trajectory_from_spans(split.out[0].spans, rule) == expected
