@@ -97,3 +97,17 @@ def test_real_tool_failure_and_parallel_calls():
     assert traj.steps[0].error.startswith("Error running tool (non-fatal)")
     assert [s.error for s in traj.steps[1:]] == [None, None]
     assert [s.call_id for s in traj.steps] == ["call_0_0", "call_1_0", "call_1_1"]
+
+
+@pytest.mark.parametrize("scenario", [s.name for s in SCENARIOS])
+def test_python_genai_bridge_gives_the_same_steps(scenario):
+    # The python-genai bridge records tool spans only (no model spans, no user input: see the fixture).
+    traj = one(openai_agents.spans_for(BY_NAME[scenario], instrumentation="genai"), "genai")
+    script = [c for turn in BY_NAME[scenario].turns for c in turn]
+    assert [(s.tool, s.args, s.result, s.agent) for s in traj.steps] == [
+        (c.tool, c.args, c.result, "support_agent") for c in script]
+    assert (traj.agent, traj.input, traj.output_ok, traj.content) == ("support_agent", "", True, True)
+    off = one(openai_agents.spans_for(BY_NAME[scenario], instrumentation="genai", capture=False), "genai-off")
+    assert off.content is False and [s.tool for s in off.steps] == [c.tool for c in script]
+    assert {(v.check, v.tool) for v in grade(off, spec()).violations} == {
+        p for p in BY_NAME[scenario].expected if p[0] != "taint"}

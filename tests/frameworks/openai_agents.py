@@ -10,12 +10,19 @@ instrumentation sees what it would see from a real provider.
     spans_for(scenario) -> bytes           # serialized ExportTraceServiceRequest, content captured
     spans_for(scenario, capture=False)     # content capture off
     spans_for(scenario, multi_agent=True)  # a triage agent hands off to the support agent
+    spans_for(scenario, instrumentation="genai")  # the python-genai bridge instead of the contrib one
+
+``instrumentation="genai"`` uses ``opentelemetry-instrumentation-genai-openai-agents`` (util-genai):
+``invoke_workflow`` → ``invoke_agent`` → ``execute_tool`` spans, compact JSON arguments, and no model
+spans or input messages of its own (those come from a separate OpenAI client instrumentation, which a
+scripted model never reaches) — so its traces carry no user input.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -177,7 +184,8 @@ def _agents(scenario: Scenario, multi_agent: bool) -> Agent:
 
 
 def run(
-    scenario: Scenario, *, capture: bool = True, multi_agent: bool = False, output_ok: bool | None = True
+    scenario: Scenario, *, capture: bool = True, multi_agent: bool = False, output_ok: bool | None = True,
+    instrumentation: str = "contrib",
 ) -> list[Any]:
     """Run the scenario and return the finished OTel SDK spans (ReadableSpan).
 
@@ -188,15 +196,41 @@ def run(
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     with _LOCK:
         set_trace_processors([])  # drop the SDK's default exporter to OpenAI's backend (no network here)
-        instrumentor = OpenAIAgentsInstrumentor()
-        instrumentor.instrument(tracer_provider=provider, capture_message_content=capture)
+        instrumentor, restore = _instrumentor(instrumentation, provider, capture)
         try:
             config = RunConfig(workflow_name=f"scenario {scenario.name}", trace_include_sensitive_data=capture)
             with _eval_span(provider, scenario, output_ok):
                 asyncio.run(Runner.run(_agents(scenario, multi_agent), scenario.user, run_config=config))
         finally:
             instrumentor.uninstrument()
+            restore()
     return list(exporter.get_finished_spans())
+
+
+_CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+
+def _instrumentor(kind: str, provider: TracerProvider, capture: bool) -> tuple[Any, Any]:
+    """The contrib ``-openai-agents-v2`` instrumentor (content flag as a kwarg), or the python-genai
+    ``-genai-openai-agents`` one (content via util-genai's environment variable, set for the run)."""
+    if kind == "contrib":
+        instrumentor = OpenAIAgentsInstrumentor()
+        instrumentor.instrument(tracer_provider=provider, capture_message_content=capture)
+        return instrumentor, lambda: None
+    from opentelemetry.instrumentation.genai.openai_agents import OpenAIAgentsInstrumentor as GenAIInstrumentor
+
+    previous = os.environ.get(_CAPTURE_ENV)
+    os.environ[_CAPTURE_ENV] = "SPAN_ONLY" if capture else "NO_CONTENT"
+
+    def restore() -> None:
+        if previous is None:
+            os.environ.pop(_CAPTURE_ENV, None)
+        else:
+            os.environ[_CAPTURE_ENV] = previous
+
+    instrumentor = GenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    return instrumentor, restore
 
 
 @contextmanager
@@ -210,8 +244,10 @@ def _eval_span(provider: TracerProvider, scenario: Scenario, output_ok: bool | N
 
 
 def spans_for(
-    scenario: Scenario, *, capture: bool = True, multi_agent: bool = False, output_ok: bool | None = True
+    scenario: Scenario, *, capture: bool = True, multi_agent: bool = False, output_ok: bool | None = True,
+    instrumentation: str = "contrib",
 ) -> bytes:
     """The scenario's spans as a serialized ExportTraceServiceRequest."""
-    spans = run(scenario, capture=capture, multi_agent=multi_agent, output_ok=output_ok)
+    spans = run(scenario, capture=capture, multi_agent=multi_agent, output_ok=output_ok,
+                instrumentation=instrumentation)
     return encode_spans(spans).SerializeToString()
