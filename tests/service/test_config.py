@@ -96,3 +96,18 @@ def test_token_from_file_or_environment(tmp_path):
     assert finalize(ServiceConfig(spec=str(spec), bearer_token_file=str(token)), env={}).bearer_token == "s3cret"
     assert finalize(ServiceConfig(spec=str(spec)), env={ENV_BEARER_TOKEN: "e"}).bearer_token == "e"
     assert finalize(ServiceConfig(spec=str(spec)), env={}).bearer_token is None
+
+
+def test_docs_list_every_flag_and_key():
+    """docs/serve.md's options table names every flag and every TOML key."""
+    import re
+    from pathlib import Path
+
+    from luckrate.service.app import _FLAGS
+    from luckrate.service.config import KEYS
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "serve.md").read_text(encoding="utf-8")
+    flags = set(re.findall(r"`(--[a-z-]+)", text))
+    keys = set(re.findall(r"`([a-z_]+)`", text))
+    assert {f for f, *_ in _FLAGS} <= flags
+    assert set(KEYS) <= keys
