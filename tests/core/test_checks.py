@@ -87,9 +87,18 @@ def test_severity_off_disables(check, traj):
 
 
 def test_max_duration_skipped_without_clock():
-    g = grade(run(step("lookup_order"), step("send_email")), spec(max_duration=0.001))
+    g = grade(run(step("lookup_order"), step("send_email"), input="hi"), spec(max_duration=0.001))
     assert not g.has("max_duration")
     assert g.skipped == ("max_duration (no clock)",)
+
+
+def test_provenance_skipped_without_user_input():
+    # Regression: a source that records no user text (the python-genai Agents bridge) made every
+    # user-supplied value look ungrounded, and tainted where an untrusted tool echoed it.
+    traj = run(step("fetch_webpage", result="mail x@y.test"), step("send_email", {"to": "x@y.test"}))
+    g = grade(traj, spec(untrusted=["fetch_webpage"], privileged=["send_email"]))
+    assert g.path_ok
+    assert "ungrounded (no user input recorded)" in g.skipped and "taint (no user input recorded)" in g.skipped
 
 
 def test_content_off_skips_value_checks_and_says_so():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from luckrate.core.checks import CHECKS, NEEDS_CLOCK, NEEDS_CONTENT, PROVENANCE_CHECKS
+from luckrate.core.checks import CHECKS, NEEDS_CLOCK, NEEDS_CONTENT, NEEDS_INPUT, PROVENANCE_CHECKS
 from luckrate.core.provenance import trace
 from luckrate.core.spec import Spec
 from luckrate.core.step import Trajectory
@@ -44,6 +44,8 @@ class RunGrade:
 def _skip_reason(check: str, traj: Trajectory) -> str | None:
     if check in NEEDS_CONTENT and not traj.content:
         return "no content captured"
+    if check in NEEDS_INPUT and not any(text.strip() for text in traj.inputs):
+        return "no user input recorded"
     if check in NEEDS_CLOCK and not traj.has_clock:
         return "no clock"
     return None

@@ -39,5 +39,9 @@ PROVENANCE_CHECKS: tuple[tuple[str, ProvenanceCheck], ...] = (
 NEEDS_CONTENT = frozenset({"repeat", "ungrounded", "taint"})
 """Checks that compare argument values: skipped when the source recorded no content."""
 
+NEEDS_INPUT = frozenset({"ungrounded", "taint"})
+"""Checks that need the user's input as a source: skipped when the source recorded none, because
+without it every user-supplied value would look ungrounded, or tainted where an untrusted tool echoed it."""
+
 NEEDS_CLOCK = frozenset({"max_duration"})
 """Checks that need real timestamps: skipped when the source has no clock."""
