@@ -117,6 +117,8 @@ def test_full_buffer_pushes_back_and_every_span_is_accounted_for():
             retry = error_details_pb2.RetryInfo()
             assert status_pb2.Status.FromString(details).details[0].Unpack(retry)
             assert retry.retry_delay.seconds == 5
+            plain = error_details_pb2.RetryInfo.FromString(dict(e.value.trailing_metadata())["google.rpc.retryinfo-bin"])
+            assert plain == retry
             # One usable span and one with an all-zero trace id: partial success, 1 rejected.
             mixed = request_of(d[:1])
             bad = mixed.resource_spans[0].scope_spans[0].spans.add()
@@ -179,3 +181,20 @@ def test_bad_config_fails_at_start_naming_each_key(tmp_path):
         "  root_grase: unknown key (did you mean 'root_grace'?)",
         "  http: 'nowhere' is not HOST:PORT",
     ]
+
+
+def test_real_grpc_exporter_retries_after_back_pressure(tmp_path):
+    """The SDK's OTLP/gRPC exporter meets a full buffer, waits the RetryInfo delay, and gets through once
+    the first trace is graded and its spans released."""
+    first, second = by_trace(record_runs(runs(["clean", "tainted"])))
+    conf = tmp_path / "luckrate.toml"
+    conf.write_text("retry_after = 1\n")
+    with Server("--config", str(conf), "--root-grace", "1.5", "--max-buffered-spans", str(len(first))) as server:
+        exporter = GrpcSpanExporter(endpoint=server.grpc, insecure=True, timeout=20)
+        assert exporter.export(first) is SpanExportResult.SUCCESS
+        assert exporter.export(second) is SpanExportResult.SUCCESS
+        s = server.wait_metric("luckrate_runs_total", 2)
+        assert total(s, "luckrate_spans_rejected_total", reason="buffer_full") >= len(second)
+        assert total(s, "luckrate_taint_total") == 1
+        identity(s)
+        assert server.terminate() == 0

@@ -116,8 +116,11 @@ class GrpcReceiver:
         outcome = self._intake.accept(request, "grpc")
         if outcome.throttled:
             details = status.encode_status(status.RESOURCE_EXHAUSTED, outcome.message, self._retry_after)
-            context.abort_with_status(_Status(grpc.StatusCode.RESOURCE_EXHAUSTED, outcome.message,
-                                              (("grpc-status-details-bin", details),)))
+            # RetryInfo twice: in the status details (read by the Collector's Go exporter) and under its
+            # own -bin key (read by the OTel Python exporter).
+            trailers = (("grpc-status-details-bin", details),
+                        ("google.rpc.retryinfo-bin", status.retry_info(self._retry_after)))
+            context.abort_with_status(_Status(grpc.StatusCode.RESOURCE_EXHAUSTED, outcome.message, trailers))
         if outcome.rejected or outcome.message:
             return ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(
                 rejected_spans=outcome.rejected, error_message=outcome.message))
