@@ -1,0 +1,73 @@
+"""The point of the project: one spec, unchanged, gives the same verdict on every framework and convention.
+
+For each scenario (clean; forbidden tool; injected address sent by a privileged tool; the same address
+also given by the user) the real frameworks run on scripted fake chat models — LangGraph as a message
+list, LangGraph under the OpenInference and the Traceloop instrumentations, the OpenAI Agents SDK under
+the GenAI-conventions instrumentation — and captured real runs are read for CrewAI and n8n. Every
+source must yield exactly the scenario's expected (check, tool) pairs under examples/spec.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from luckrate.adapters import crewai
+from luckrate.adapters.langgraph import trajectory_from_messages
+from luckrate.adapters.otlp import read_otlp
+from luckrate.core.grade import grade
+from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.step import Trajectory
+from tests.frameworks import langgraph_agent, openai_agents
+from tests.scenarios import SCENARIOS, Scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTDATA = ROOT / "tests" / "testdata"
+SPEC = spec_for(load_specs(ROOT / "examples" / "spec.py"), None)
+
+
+def _one(runs: list[Trajectory]) -> Trajectory:
+    assert len(runs) == 1, f"expected one run, got {len(runs)}"
+    return runs[0]
+
+
+def langgraph_messages(s: Scenario) -> Trajectory:
+    return trajectory_from_messages(langgraph_agent.run_scenario(s), id=s.name, output_ok=True)
+
+
+def langgraph_openinference(s: Scenario) -> Trajectory:
+    return _one(read_otlp(langgraph_agent.spans_for(s, "openinference"), s.name))
+
+
+def langgraph_traceloop(s: Scenario) -> Trajectory:
+    return _one(read_otlp(langgraph_agent.spans_for(s, "traceloop"), s.name))
+
+
+def openai_agents_genai(s: Scenario) -> Trajectory:
+    return _one(read_otlp(openai_agents.spans_for(s), s.name))
+
+
+def crewai_capture(s: Scenario) -> Trajectory:
+    path = TESTDATA / "crewai" / f"{s.name}.json"
+    return _one(crewai.read_file(path.read_bytes(), str(path)))
+
+
+SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
+    "langgraph-messages": langgraph_messages,
+    "langgraph+openinference": langgraph_openinference,
+    "langgraph+traceloop": langgraph_traceloop,
+    "openai-agents+genai-semconv": openai_agents_genai,
+    "crewai-events": crewai_capture,
+}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("source", SOURCES)
+def test_same_verdict_on_every_source(source, scenario):
+    traj = SOURCES[source](scenario)
+    g = grade(traj, SPEC)
+    assert [s.tool for s in traj.steps] == [c.tool for turn in scenario.turns for c in turn]
+    assert {(v.check, v.tool) for v in g.violations} == scenario.expected
+    assert g.path_ok is (not scenario.expected)
