@@ -117,8 +117,8 @@ def test_full_buffer_pushes_back_and_every_span_is_accounted_for():
             retry = error_details_pb2.RetryInfo()
             assert status_pb2.Status.FromString(details).details[0].Unpack(retry)
             assert retry.retry_delay.seconds == 5
-            plain = error_details_pb2.RetryInfo.FromString(dict(e.value.trailing_metadata())["google.rpc.retryinfo-bin"])
-            assert plain == retry
+            trailers = dict(e.value.trailing_metadata())
+            assert error_details_pb2.RetryInfo.FromString(trailers["google.rpc.retryinfo-bin"]) == retry
             # One usable span and one with an all-zero trace id: partial success, 1 rejected.
             mixed = request_of(d[:1])
             bad = mixed.resource_spans[0].scope_spans[0].spans.add()
