@@ -94,3 +94,28 @@ def test_convert_round_trips(tmp_path, capsys):
     path = write(tmp_path, "again.jsonl", "\n".join(lines))
     assert main(["convert", path]) == 0
     assert capsys.readouterr().out.splitlines() == lines
+
+
+TESTDATA = ROOT / "tests" / "testdata"
+FORMAT_FILES = [
+    ("otlp", "langgraph/injected.openinference.otlp", "taint"),
+    ("otlp-json", "langgraph/injected.traceloop.otlp.json", "taint"),
+    ("otlp", "otlp/forbidden.openai-agents.otlp", "forbidden"),
+    ("langgraph", "langgraph/injected.json", "taint"),
+    ("crewai", "crewai/forbidden.json", "forbidden"),
+]
+
+
+@pytest.mark.parametrize("fmt, name, check", FORMAT_FILES)
+def test_grade_every_format(capsys, fmt, name, check):
+    assert main(["grade", "--spec", SPEC, "--json", "--format", fmt, str(TESTDATA / name)]) == 1
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert [v["check"] for v in run["violations"]] == [check]
+
+
+@pytest.mark.parametrize("fmt", ["otlp", "otlp-json", "langgraph", "crewai"])
+def test_garbage_in_every_format_exits_2_with_one_line(tmp_path, capsys, fmt):
+    path = write(tmp_path, "garbage.bin", b"\x0a\xff\xff\xff garbage {")
+    assert main(["grade", "--spec", SPEC, "--format", fmt, path]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"luckrate: error: {path}") and err.count("\n") == 1 and "Traceback" not in err
