@@ -15,6 +15,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.sdk.resources import Resource
 
+from luckrate.adapters.otlp.spans import REJECT_REASONS
 from luckrate.core.grade import RunGrade
 from luckrate.core.spec import FALLBACK, Spec
 
@@ -76,6 +77,23 @@ BY_NAME = {i.name: i for i in INSTRUMENTS}
 COMPLETION_REASONS = ("root_ended", "idle", "max_age", "max_spans", "shutdown")
 UNGRADED_REASONS = ("no_spec", "invalid")
 REFUSAL_REASONS = ("too_large", "undecodable", "unauthenticated", "unsupported_media_type", "buffer_full")
+TRANSPORTS = ("grpc", "http")
+REJECTION_REASONS = (*REJECT_REASONS, "buffer_full")
+
+ZERO_SERIES: tuple[tuple[str, tuple[dict[str, str], ...]], ...] = (
+    ("luckrate.spans.received", tuple({"transport": t} for t in TRANSPORTS)),
+    ("luckrate.spans.accepted", ({},)),
+    ("luckrate.spans.rejected", tuple({"reason": r} for r in REJECTION_REASONS)),
+    ("luckrate.spans.duplicate", ({},)),
+    ("luckrate.spans.late", ({},)),
+    ("luckrate.spans.assembled", ({},)),
+    ("luckrate.requests.refused", tuple({"transport": t, "reason": r} for t in TRANSPORTS for r in REFUSAL_REASONS)),
+    ("luckrate.traces.completed", tuple({"reason": r} for r in COMPLETION_REASONS)),
+    ("luckrate.traces.ungraded", tuple({"reason": r} for r in UNGRADED_REASONS)),
+    ("luckrate.grade.errors", ({},)),
+)
+"""Loss and health counters over closed label sets, exported at 0 from the start: a healthy service
+shows 0 rather than "No data", and ``rate()``/``increase()`` alerts see the very first increment."""
 
 
 def prometheus_name(inst: Instrument) -> str:
@@ -126,6 +144,9 @@ class Telemetry:
         meter = self.provider.get_meter("luckrate.service")
         self._i = {inst.name: _create(meter, inst) for inst in INSTRUMENTS}
         self._closed = False
+        for name, label_sets in ZERO_SERIES:
+            for attributes in label_sets:
+                self.add(name, 0, **attributes)
 
     def add(self, name: str, value: float = 1, **attributes: str) -> None:
         """Record on a declared instrument; attribute keys must be the declared ones."""
