@@ -44,6 +44,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from luckrate.adapters import InvalidInput
+from luckrate.adapters.formats import loads_json
 from luckrate.core.step import Step, Trajectory, numbered
 
 STARTED, FINISHED, ERROR = "tool_usage_started", "tool_usage_finished", "tool_usage_error"
@@ -146,7 +147,7 @@ def _args(value: Any, where: str) -> dict[str, Any]:
         return dict(value)
     if isinstance(value, str):
         try:
-            parsed = json.loads(value)
+            parsed = loads_json(value)
         except json.JSONDecodeError:
             parsed = None
         return dict(parsed) if isinstance(parsed, dict) else {"input": value}
@@ -282,7 +283,7 @@ def read_crewai(text: str, source: str) -> list[Trajectory]:
     if not stripped:
         raise InvalidInput("empty file", source)
     try:
-        doc = json.loads(stripped)
+        doc = loads_json(stripped)
     except json.JSONDecodeError:
         return _read_lines(text, source)
     try:
@@ -298,7 +299,7 @@ def _read_lines(text: str, source: str) -> list[Trajectory]:
             continue
         where = f"{source}:{lineno}"
         try:
-            obj = json.loads(line)
+            obj = loads_json(line)
         except json.JSONDecodeError as e:
             raise InvalidInput(f"invalid JSON ({e.msg} at column {e.colno})", where) from None
         if not isinstance(obj, dict):

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from luckrate.adapters import InvalidInput
+from luckrate.adapters.formats import loads_json
 from luckrate.core.step import Step, Trajectory, numbered
 
 _AI = {"ai", "AIMessageChunk"}
@@ -202,7 +203,7 @@ def read_langgraph(text: str, source: str) -> list[Trajectory]:
     if not stripped:
         raise InvalidInput("empty file", source)
     try:
-        doc = json.loads(stripped)
+        doc = loads_json(stripped)
     except json.JSONDecodeError:
         return _read_lines(text, source)
     try:
@@ -218,7 +219,7 @@ def _read_lines(text: str, source: str) -> list[Trajectory]:
             continue
         where = f"{source}:{lineno}"
         try:
-            obj = json.loads(line)
+            obj = loads_json(line)
         except json.JSONDecodeError as e:
             raise InvalidInput(f"invalid JSON ({e.msg} at column {e.colno})", where) from None
         if not isinstance(obj, dict):

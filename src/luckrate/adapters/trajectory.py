@@ -14,6 +14,7 @@ from dataclasses import asdict
 from typing import Any
 
 from luckrate.adapters import InvalidInput
+from luckrate.adapters.formats import loads_json
 from luckrate.core.step import Step, Trajectory, numbered
 
 _STEP_FIELDS = {"index", "tool", "args", "result", "error", "t", "duration", "agent", "call_id"}
@@ -106,7 +107,7 @@ def read_trajectories(text: str, source: str) -> Iterator[Trajectory]:
     if not stripped:
         raise InvalidInput("empty file", source)
     try:
-        yield trajectory_from_dict(json.loads(stripped))
+        yield trajectory_from_dict(loads_json(stripped))
         return
     except json.JSONDecodeError:
         pass  # not one document: read it as JSON Lines
@@ -117,7 +118,7 @@ def read_trajectories(text: str, source: str) -> Iterator[Trajectory]:
             continue
         where = f"{source}:{lineno}"
         try:
-            obj = json.loads(line)
+            obj = loads_json(line)
         except json.JSONDecodeError as e:
             raise InvalidInput(f"invalid JSON ({e.msg} at column {e.colno})", where) from None
         try:
