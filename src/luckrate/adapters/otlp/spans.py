@@ -140,16 +140,18 @@ def request_from_json(body: bytes | str) -> ExportTraceServiceRequest:
     rejected (counted) instead of failing the whole request."""
     try:
         doc = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-        raise InvalidInput(f"undecodable OTLP/JSON ({e})") from None
+    except (ValueError, RecursionError) as e:  # ValueError: also an integer over 4300 digits
+        raise InvalidInput(f"undecodable OTLP/JSON ({str(e)[:200]})") from None
     if not isinstance(doc, dict):
         raise InvalidInput(f"OTLP/JSON must be an object, got {type(doc).__name__}")
     try:
         _hex_ids_to_base64(doc)
         req = ExportTraceServiceRequest()
         json_format.ParseDict(doc, req, ignore_unknown_fields=True)
-    except (json_format.ParseError, TypeError, AttributeError, RecursionError) as e:
-        raise InvalidInput(f"invalid OTLP/JSON ({e})") from None
+    except (json_format.ParseError, TypeError, AttributeError, RecursionError, ValueError, OverflowError,
+            SystemError) as e:
+        # SystemError: protobuf's upb raises it for a field name holding a lone surrogate ("\ud800").
+        raise InvalidInput(f"invalid OTLP/JSON ({str(e)[:200]})") from None
     return req
 
 
