@@ -1,0 +1,57 @@
+"""Smoke test: the benchmark entry point runs end to end on tiny settings and prints its table.
+
+It starts real servers and a real load generator (about 20 s). It asserts the table's shape and that
+every figure was measured, never a speed: speed belongs in benchmarks/, not in tests.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+COLUMNS = ("figure", "median of 1", "unit", "rounds", "vs null", "target")
+FIGURES = (
+    "null receiver gRPC: spans/s",
+    "null receiver HTTP: spans/s",
+    "serve gRPC: spans/s graded",
+    "serve HTTP: spans/s graded",
+    "serve gRPC: verdict delay p50, saturated",
+    "serve gRPC: verdict delay p99, saturated",
+    "serve gRPC: peak RSS",
+    "2 serve processes (1 per core), gRPC: spans/s graded",
+    "resident bytes per buffered tool span",
+    "grade 100 steps: µs per step",
+)
+
+
+@pytest.fixture(scope="module")
+def output() -> str:
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_header_has_the_expected_columns(output: str) -> None:
+    header = output.splitlines()[0].split("  ")
+    assert tuple(c.strip() for c in header if c.strip()) == COLUMNS
+
+
+@pytest.mark.parametrize("figure", FIGURES)
+def test_every_figure_is_measured(output: str, figure: str) -> None:
+    line = next((ln for ln in output.splitlines() if ln.startswith(figure)), None)
+    assert line is not None, f"no row {figure!r} in:\n{output}"
+    cells = [c.strip() for c in line.split("  ") if c.strip()]
+    median = cells[1]
+    assert median != "—", line
+    assert float(median.replace(",", "")) > 0, line
+
+
+def test_throughput_rows_carry_a_ratio_to_the_null_receiver(output: str) -> None:
+    graded = next(ln for ln in output.splitlines() if ln.startswith("serve gRPC: spans/s graded"))
+    assert "x null gRPC" in graded
+    assert ("met" in graded) or ("MISSED" in graded)
