@@ -61,7 +61,9 @@ def test_verdicts_over_grpc_http_and_json_match_the_core(tmp_path):
     assert expected_taint == 3
     traces = by_trace(spans)
     log = tmp_path / "verdicts.jsonl"
-    with Server("--root-grace", "1", "--verdict-log", str(log)) as server:
+    # The JSON traces arrive root first, one span per request: a grace shorter than a stall of a loaded
+    # CI machine between two requests grades them early (seen flaking at 1 s with load average 4 on 2 cores).
+    with Server("--root-grace", "4", "--verdict-log", str(log)) as server:
         grpc_exporter = GrpcSpanExporter(endpoint=server.grpc, insecure=True)
         for trace in traces[:4]:  # one span per request, children first: a trace split over many requests
             for span in trace:
