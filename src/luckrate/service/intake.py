@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from luckrate.adapters.otlp import SpanRecord, records_from_request
+from luckrate.adapters.otlp.spans import usable_spans
 from luckrate.service.assembler import SpanBudget
 
 MAX_MESSAGE = 1024
@@ -49,12 +50,22 @@ class Intake:
             self._accepting = False
 
     def accept(self, request: ExportTraceServiceRequest, transport: str) -> Outcome:
-        records, rejected = records_from_request(request, keep_attribute=self._keep)
+        # A full buffer is refused before compacting: a saturated server otherwise spent most of its CPU
+        # compacting retried requests only to throw the records away (benchmarks/run.py, docs/benchmarks.md).
+        usable, rejected = usable_spans(request)
+        if usable and not self._budget.has_room(usable):
+            records: list[SpanRecord] = []
+            full = usable
+        else:
+            records, rejected = records_from_request(request, keep_attribute=self._keep)
+            full = 0
         bad = sum(r.count for r in rejected)
-        self._count("luckrate.spans.received", len(records) + bad, transport=transport)
+        self._count("luckrate.spans.received", len(records) + full + bad, transport=transport)
         for r in rejected:
             self._count("luckrate.spans.rejected", r.count, reason=r.reason)
         message = "; ".join(f"{r.count} span(s) rejected: {r.reason}" for r in rejected)[:MAX_MESSAGE]
+        if full:
+            return self._throttle(transport, full, bad)
         if not records:
             return Outcome(False, bad, message)
         with self._lock:
@@ -64,10 +75,13 @@ class Intake:
                 self._count("luckrate.spans.accepted", len(records))
                 self._submit(records)
         if not taken:
-            self._count("luckrate.spans.rejected", len(records), reason="buffer_full")
-            self.refuse(transport, "buffer_full")
-            return Outcome(True, bad, "span buffer full: retry later")
+            return self._throttle(transport, len(records), bad)
         return Outcome(False, bad, message)
+
+    def _throttle(self, transport: str, spans: int, bad: int) -> Outcome:
+        self._count("luckrate.spans.rejected", spans, reason="buffer_full")
+        self.refuse(transport, "buffer_full")
+        return Outcome(True, bad, "span buffer full: retry later")
 
     def refuse(self, transport: str, reason: str) -> None:
         """Count a request refused whole (its spans were never decoded, or are all being retried)."""

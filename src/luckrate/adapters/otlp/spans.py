@@ -207,6 +207,23 @@ def records_from_request(
     return records, [Rejected(r, n) for r, n in rejected.items()]
 
 
+def usable_spans(req: ExportTraceServiceRequest) -> tuple[int, list[Rejected]]:
+    """How many spans ``records_from_request`` would keep, and the others by reason, reading ids only.
+
+    Cheap next to compacting (a receiver with a full buffer refuses the request without building records)."""
+    usable = 0
+    rejected: dict[str, int] = {}
+    for rs in req.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                reason = _reject_reason(span)
+                if reason:
+                    rejected[reason] = rejected.get(reason, 0) + 1
+                else:
+                    usable += 1
+    return usable, [Rejected(r, n) for r, n in rejected.items()]
+
+
 def _reject_reason(span: Any) -> str | None:
     if len(span.trace_id) != 16 or not any(span.trace_id):
         return "bad_trace_id"
