@@ -54,6 +54,19 @@ _KEEP_PREFIXES = (
     "mcp.",
 )
 _KEEP_KEYS = frozenset({"agent.name", "metadata", "session.id", "error.type"})
+# Keys whose string values are a small vocabulary (operation, tool, model, kind): their values, and the
+# (key, value) pairs, are shared between records like the keys themselves.
+_VOCABULARY_KEYS = frozenset({
+    "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.type", "gen_ai.agent.name", "gen_ai.provider.name",
+    "gen_ai.system", "gen_ai.request.model", "gen_ai.response.model", "openinference.span.kind", "tool.name",
+    "traceloop.span.kind", "traceloop.entity.name", "mcp.method.name",
+})
+SHARED_MAX = 8192
+"""Distinct strings and pairs shared between buffered records (keys, span names, vocabulary values).
+Bounded because span data is attacker-influenced: once full, new ones are kept unshared, never evicted."""
+SHARED_LENGTH = 128
+"""Longest string shared."""
+_shared: dict[Any, Any] = {}
 _KEEP_EVENT_PREFIXES = ("gen_ai.",)
 _KEEP_EVENTS = frozenset({"exception"})
 
@@ -196,6 +209,7 @@ def records_from_request(
     """Compact every usable span of the request; count the others by reason. Never raises on content."""
     records: list[SpanRecord] = []
     rejected: dict[str, int] = {}
+    ids: dict[bytes, bytes] = {}  # one bytes object per distinct id of the request (trace ids, parents)
     for rs in req.resource_spans:
         for ss in rs.scope_spans:
             for span in ss.spans:
@@ -203,7 +217,7 @@ def records_from_request(
                 if reason:
                     rejected[reason] = rejected.get(reason, 0) + 1
                 else:
-                    records.append(_record(span, keep_attribute))
+                    records.append(_record(span, keep_attribute, ids))
     return records, [Rejected(r, n) for r, n in rejected.items()]
 
 
@@ -236,14 +250,15 @@ def _reject_reason(span: Any) -> str | None:
     return None
 
 
-def _record(span: Any, keep_attribute: str) -> SpanRecord:
+def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes]) -> SpanRecord:
     budget = _Budget(MAX_SPAN_TEXT)
-    parent = bytes(span.parent_span_id)
+    parent = span.parent_span_id
+    trace_id = span.trace_id
     return SpanRecord(
-        trace_id=bytes(span.trace_id),
-        span_id=bytes(span.span_id),
-        parent_id=parent if any(parent) else b"",
-        name=budget.text(span.name, 1024),
+        trace_id=ids.setdefault(trace_id, trace_id),
+        span_id=span.span_id,
+        parent_id=ids.setdefault(parent, parent) if any(parent) else b"",
+        name=_shared_text(budget.text(span.name, 1024)),
         kind=int(span.kind),
         start_ns=int(span.start_time_unix_nano),
         end_ns=int(span.end_time_unix_nano),
@@ -254,17 +269,37 @@ def _record(span: Any, keep_attribute: str) -> SpanRecord:
     )
 
 
-def _wanted(key: str, keep_attribute: str) -> bool:
-    return key == keep_attribute or key in _KEEP_KEYS or key.startswith(_KEEP_PREFIXES)
+def _share(value: Any) -> Any:
+    """The shared copy of a short string or vocabulary pair (one object for every record that holds it)."""
+    found = _shared.get(value)
+    if found is not None:
+        return found
+    if len(_shared) < SHARED_MAX:  # callers pass only strings up to SHARED_LENGTH or pairs of them
+        _shared[value] = value
+    return value
+
+
+def _shared_text(text: str) -> str:
+    return _share(text) if len(text) <= SHARED_LENGTH else text
 
 
 def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> Attributes:
+    # The hot loop of compaction: one pass, strings inlined (most values are strings), no helper per key.
     out: list[tuple[str, Any]] = []
     for kv in kvs:
-        if len(out) >= MAX_ATTRIBUTES and kv.key != keep_attribute:
+        key = kv.key
+        if not (key.startswith(_KEEP_PREFIXES) or key in _KEEP_KEYS or key == keep_attribute):
             continue
-        if _wanted(kv.key, keep_attribute):
-            out.append((kv.key[:256], budget.value(kv.value, 0)))
+        if len(out) >= MAX_ATTRIBUTES and key != keep_attribute:
+            continue
+        key = _shared_text(key[:256])
+        value = kv.value
+        if value.WhichOneof("value") == "string_value":
+            text = budget.text(value.string_value)
+            vocabulary = key in _VOCABULARY_KEYS and len(text) <= SHARED_LENGTH
+            out.append(_share((key, _share(text))) if vocabulary else (key, text))
+        else:
+            out.append((key, budget.value(value, 0)))
     return tuple(out)
 
 
