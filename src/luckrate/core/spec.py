@@ -200,6 +200,8 @@ def load_specs(path: str | Path) -> dict[str, Spec]:
             obj = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as e:
             raise InvalidSpec(str(path), [(f"line {e.lineno}", f"invalid JSON ({e.msg})")]) from None
+        except (RecursionError, ValueError) as e:  # nested too deeply; an integer over 4300 digits
+            raise InvalidSpec(str(path), [("", f"invalid JSON ({str(e)[:100] or type(e).__name__})")]) from None
         if isinstance(obj, Mapping) and not {"SPEC", "SPECS"} & obj.keys():
             obj = {"SPEC": obj}
         if not isinstance(obj, Mapping):
