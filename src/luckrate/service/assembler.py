@@ -72,10 +72,6 @@ class SpanBudget:
     def used(self) -> int:
         return self._used
 
-    def has_room(self, n: int) -> bool:
-        """A hint without reserving (``try_acquire`` decides): lets a receiver refuse before doing work."""
-        return self._used + n <= self.limit
-
     def try_acquire(self, n: int) -> bool:
         with self._lock:
             if self._used + n > self.limit:

@@ -50,33 +50,31 @@ class Intake:
             self._accepting = False
 
     def accept(self, request: ExportTraceServiceRequest, transport: str) -> Outcome:
-        # A full buffer is refused before compacting: a saturated server otherwise spent most of its CPU
-        # compacting retried requests only to throw the records away (benchmarks/run.py, docs/benchmarks.md).
+        # Reserve buffer space before compacting: a saturated server otherwise spent most of its CPU
+        # compacting retried requests only to throw the records away (docs/benchmarks.md).
         usable, rejected = usable_spans(request)
-        if usable and not self._budget.has_room(usable):
-            records: list[SpanRecord] = []
-            full = usable
-        else:
-            records, rejected = records_from_request(request, keep_attribute=self._keep)
-            full = 0
         bad = sum(r.count for r in rejected)
-        self._count("luckrate.spans.received", len(records) + full + bad, transport=transport)
+        self._count("luckrate.spans.received", usable + bad, transport=transport)
         for r in rejected:
             self._count("luckrate.spans.rejected", r.count, reason=r.reason)
         message = "; ".join(f"{r.count} span(s) rejected: {r.reason}" for r in rejected)[:MAX_MESSAGE]
-        if full:
-            return self._throttle(transport, full, bad)
-        if not records:
+        if not usable:
             return Outcome(False, bad, message)
+        if not self._budget.try_acquire(usable):
+            return self._throttle(transport, usable, bad)
+        try:
+            records, _ = records_from_request(request, keep_attribute=self._keep)
+        except BaseException:
+            self._budget.release(usable)
+            raise
         with self._lock:
             # Under the lock so that close() is a clean cut: nothing is submitted after it.
-            taken = self._accepting and self._budget.try_acquire(len(records))
-            if taken:
-                self._count("luckrate.spans.accepted", len(records))
+            if self._accepting:
+                self._count("luckrate.spans.accepted", usable)
                 self._submit(records)
-        if not taken:
-            return self._throttle(transport, len(records), bad)
-        return Outcome(False, bad, message)
+                return Outcome(False, bad, message)
+        self._budget.release(usable)
+        return self._throttle(transport, usable, bad)
 
     def _throttle(self, transport: str, spans: int, bad: int) -> Outcome:
         self._count("luckrate.spans.rejected", spans, reason="buffer_full")
