@@ -136,6 +136,14 @@ def test_scenario_grades_as_expected(scenario, form):
     assert verdict.skipped == ()  # n8n records content, input and a clock: every check runs
 
 
+@pytest.mark.parametrize("name", FILES)
+def test_every_capture_grades_as_its_manifest_expects(name):
+    """The extras exercise the loop checks: a repeat, and a tool failing three times in a row."""
+    traj = _one(_load(name), name)
+    expected = {tuple(pair) for pair in MANIFEST[name]["expected"]}
+    assert {(v.check, v.tool) for v in grade(traj, spec_for(SPECS, traj.agent)).violations} == expected
+
+
 # ---------------------------------------------------------------- ordering: one key per execution
 
 

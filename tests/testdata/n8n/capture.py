@@ -51,6 +51,7 @@ EXTRAS = (
             (Call("lookup_order", {"order_id": "ORD-12345"}, ORDER),),
         ),
         "Order ORD-12345 was delivered.",
+        frozenset({("repeat", "lookup_order")}),
     ),
     Scenario(
         "failing",
@@ -63,6 +64,7 @@ EXTRAS = (
             (Call("escalate_to_human", {"reason": "refund failed 3 times"}, "ticket T-9 opened"),),
         ),
         "I could not refund the order; a human will follow up.",
+        frozenset({("failing_loop", "issue_refund")}),
     ),
     Scenario(
         "parallel",
