@@ -33,10 +33,18 @@ SOURCES = {
     "trajectory": (reader("trajectory"), [ROOT / "examples" / "runs.jsonl"]),
     "langgraph": (reader("langgraph"), sorted(p for p in (DATA / "langgraph").glob("*.json") if ".otlp" not in p.name)),
     "crewai": (reader("crewai"), sorted((DATA / "crewai").glob("*.json"))),
+    "n8n": (lambda data, source: _n8n(data, source), sorted(p for p in (DATA / "n8n").glob("*.json")
+                                                          if p.name != "manifest.json")),
     "otlp": (lambda data, source: read_otlp(data, source), sorted(DATA.glob("*/*.otlp"))),
     "otlp-json": (lambda data, source: read_otlp_json(data, source), sorted(DATA.glob("*/*.otlp.json"))),
 }
 NAMES = sorted(SOURCES)
+
+
+def _n8n(data: bytes, source: str):
+    from luckrate.adapters.n8n import read_file  # landed after the others; not yet in adapters.formats
+
+    return read_file(data, source)
 TRIED: Counter = Counter()
 
 ADVERSARIAL = [
