@@ -260,6 +260,8 @@ BAD = [
     (_set(RUN + ("send_email", 0, "error"), 5),
      "f.json: execution '1': node 'send_email' run 0: 'error' must be an object or a string, got int"),
     (_set(("data",), 5), "f.json: execution '1': 'data' must be an object or n8n's flatted text, got int"),
+    # An execution (it has an id) whose data is a list is not mistaken for the API's listing.
+    (_set(("data",), [{}]), "f.json: execution '1': 'data' must be an object or n8n's flatted text, got list"),
     (_set(("data",), '[{"resultData": "9"}]'), "f.json: execution '1': data: flatted reference '9' is not an index into the table"),
     (_set(("data",), "[]"), "f.json: execution '1': data: flatted text must be a non-empty JSON array"),
     (_set(("data",), "[{"), "f.json: execution '1': data: flatted text is not valid JSON (Expecting property name enclosed in double quotes)"),

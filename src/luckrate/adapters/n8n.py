@@ -62,15 +62,16 @@ def trajectories_from_n8n(payload: Any, source: str) -> list[Trajectory]:
 
 
 def _executions(payload: Any, source: str) -> Iterator[tuple[str, dict]]:
-    if isinstance(payload, dict) and isinstance(payload.get("data"), list):  # the API's listing
-        items, label = payload["data"], "data"
+    if isinstance(payload, dict) and isinstance(payload.get("data"), list) and "id" not in payload:
+        items, label = payload["data"], "data"  # the API's listing
     elif isinstance(payload, list):
         items, label = payload, ""
     elif isinstance(payload, dict):
         yield "execution", payload
         return
     else:
-        raise InvalidInput(f"expected an execution object, a list or {{'data': [...]}}, got {type(payload).__name__}", source)
+        kind = type(payload).__name__
+        raise InvalidInput(f"expected an execution object, a list or {{'data': [...]}}, got {kind}", source)
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             raise InvalidInput(f"expected an execution object, got {type(item).__name__}", f"{source}: {label}[{i}]")
