@@ -103,6 +103,7 @@ FORMAT_FILES = [
     ("otlp", "otlp/forbidden.openai-agents.otlp", "forbidden"),
     ("langgraph", "langgraph/injected.json", "taint"),
     ("crewai", "crewai/forbidden.json", "forbidden"),
+    ("n8n", "n8n/injected.json", "taint"),
 ]
 
 
@@ -113,7 +114,7 @@ def test_grade_every_format(capsys, fmt, name, check):
     assert [v["check"] for v in run["violations"]] == [check]
 
 
-@pytest.mark.parametrize("fmt", ["otlp", "otlp-json", "langgraph", "crewai"])
+@pytest.mark.parametrize("fmt", ["otlp", "otlp-json", "langgraph", "crewai", "n8n"])
 def test_garbage_in_every_format_exits_2_with_one_line(tmp_path, capsys, fmt):
     path = write(tmp_path, "garbage.bin", b"\x0a\xff\xff\xff garbage {")
     assert main(["grade", "--spec", SPEC, "--format", fmt, path]) == 2

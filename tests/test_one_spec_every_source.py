@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from luckrate.adapters import crewai
+from luckrate.adapters import crewai, n8n
 from luckrate.adapters.langgraph import trajectory_from_messages
 from luckrate.adapters.otlp import read_otlp
 from luckrate.core.grade import grade
@@ -54,12 +54,18 @@ def crewai_capture(s: Scenario) -> Trajectory:
     return _one(crewai.read_file(path.read_bytes(), str(path)))
 
 
+def n8n_capture(s: Scenario) -> Trajectory:
+    path = TESTDATA / "n8n" / f"{s.name}.json"
+    return _one(n8n.read_file(path.read_bytes(), str(path)))
+
+
 SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "langgraph-messages": langgraph_messages,
     "langgraph+openinference": langgraph_openinference,
     "langgraph+traceloop": langgraph_traceloop,
     "openai-agents+genai-semconv": openai_agents_genai,
     "crewai-events": crewai_capture,
+    "n8n-execution": n8n_capture,
 }
 
 

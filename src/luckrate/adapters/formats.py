@@ -20,6 +20,7 @@ FORMATS: dict[str, tuple[str, str]] = {
     "trajectory": ("luckrate.adapters.trajectory", "read_file"),
     "langgraph": ("luckrate.adapters.langgraph", "read_file"),
     "crewai": ("luckrate.adapters.crewai", "read_file"),
+    "n8n": ("luckrate.adapters.n8n", "read_file"),
     "otlp": ("luckrate.adapters.otlp", "read_otlp"),
     "otlp-json": ("luckrate.adapters.otlp", "read_otlp_json"),
 }
