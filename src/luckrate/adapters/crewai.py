@@ -44,6 +44,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from luckrate.adapters import InvalidInput
+from luckrate.adapters.documents import json_documents, run_header, user_input
 from luckrate.adapters.formats import loads_json
 from luckrate.core.step import Step, Trajectory, numbered
 
@@ -279,45 +280,27 @@ def _duration(start: _Event | None, end: _Event | None) -> float:
 
 def read_crewai(text: str, source: str) -> list[Trajectory]:
     """Read a ``--format crewai`` file (see the module docstring); errors name ``source``."""
-    stripped = text.strip()
-    if not stripped:
-        raise InvalidInput("empty file", source)
-    try:
-        doc = loads_json(stripped)
-    except json.JSONDecodeError:
-        return _read_lines(text, source)
-    try:
-        return [_run(doc, source)]
-    except InvalidInput as e:
-        raise e.at(source) from None
-
-
-def _read_lines(text: str, source: str) -> list[Trajectory]:
-    rows: list[tuple[str, dict]] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{source}:{lineno}"
-        try:
-            obj = loads_json(line)
-        except json.JSONDecodeError as e:
-            raise InvalidInput(f"invalid JSON ({e.msg} at column {e.colno})", where) from None
+    lines, docs = json_documents(text, source)
+    if not lines:
+        ((where, doc),) = docs
+        return [_located(_run, doc, where)]
+    for where, obj in docs:
         if not isinstance(obj, dict):
             raise InvalidInput(f"expected a run object or an event on each line, got {type(obj).__name__}", where)
-        rows.append((where, obj))
-    runs = [where for where, obj in rows if "events" in obj]
-    if runs and len(runs) != len(rows):
-        odd = next(where for where, obj in rows if ("events" in obj) != ("events" in rows[0][1]))
+    runs = [where for where, obj in docs if "events" in obj]
+    if runs and len(runs) != len(docs):
+        odd = next(where for where, obj in docs if ("events" in obj) != ("events" in docs[0][1]))
         raise InvalidInput("mixes run objects and bare events (use one or the other)", odd)
     if not runs:
-        return [_events_run([obj for _, obj in rows], source, lines=[where for where, _ in rows])]
-    out = []
-    for where, obj in rows:
-        try:
-            out.append(_run(obj, where))
-        except InvalidInput as e:
-            raise e.at(where) from None
-    return out
+        return [_events_run([obj for _, obj in docs], source, lines=[where for where, _ in docs])]
+    return [_located(_run, obj, where) for where, obj in docs]
+
+
+def _located(read, doc: Any, where: str) -> Trajectory:
+    try:
+        return read(doc, where)
+    except InvalidInput as e:
+        raise e.at(where) from None
 
 
 _EVENT_AT = re.compile(r"^events\[(\d+)\](?:: |\.)(.*)$", re.S)
@@ -341,27 +324,7 @@ def _run(doc: Any, default_id: str) -> Trajectory:
         raise InvalidInput(f"expected a list of events or a run object, got {type(doc).__name__}")
     if "events" not in doc:
         raise InvalidInput("run object without 'events'")
-    run_id = doc.get("id", default_id)
-    if not isinstance(run_id, str) or not run_id:
-        raise InvalidInput("'id' must be a non-empty string")
-    for key in ("case", "agent"):
-        if doc.get(key) is not None and not isinstance(doc[key], str):
-            raise InvalidInput(f"'{key}' must be a string or null")
-    output_ok = doc.get("output_ok")
-    if output_ok is not None and not isinstance(output_ok, bool):
-        raise InvalidInput("'output_ok' must be true, false or null")
-    return trajectory_from_events(
-        doc["events"], id=run_id, case=doc.get("case"), agent=doc.get("agent"), output_ok=output_ok,
-        input=_input(doc.get("input")),
-    )
-
-
-def _input(value: Any) -> str | tuple[str, ...] | None:
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, list) and all(isinstance(x, str) for x in value):
-        return tuple(value)
-    raise InvalidInput("'input' must be a string or a list of strings")
+    return trajectory_from_events(doc["events"], **run_header(doc, default_id), input=user_input(doc.get("input")))
 
 
 def read_file(data: bytes, source: str) -> list[Trajectory]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from luckrate.adapters import InvalidInput
-from luckrate.adapters.formats import loads_json
+from luckrate.adapters.documents import json_documents, run_header
 from luckrate.core.step import Step, Trajectory, numbered
 
 _AI = {"ai", "AIMessageChunk"}
@@ -199,36 +199,18 @@ def _block_text(block: Any) -> str:
 
 def read_langgraph(text: str, source: str) -> list[Trajectory]:
     """Read a ``--format langgraph`` file (see the module docstring); errors name ``source``."""
-    stripped = text.strip()
-    if not stripped:
-        raise InvalidInput("empty file", source)
+    lines, docs = json_documents(text, source)
+    for where, doc in docs:
+        if lines and not isinstance(doc, dict):
+            raise InvalidInput(f"expected a run object on each line, got {type(doc).__name__}", where)
+    return [_located(doc, where) for where, doc in docs]
+
+
+def _located(doc: Any, where: str) -> Trajectory:
     try:
-        doc = loads_json(stripped)
-    except json.JSONDecodeError:
-        return _read_lines(text, source)
-    try:
-        return [_run(doc, source)]
+        return _run(doc, where)
     except InvalidInput as e:
-        raise e.at(source) from None
-
-
-def _read_lines(text: str, source: str) -> list[Trajectory]:
-    runs: list[Trajectory] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{source}:{lineno}"
-        try:
-            obj = loads_json(line)
-        except json.JSONDecodeError as e:
-            raise InvalidInput(f"invalid JSON ({e.msg} at column {e.colno})", where) from None
-        if not isinstance(obj, dict):
-            raise InvalidInput(f"expected a run object on each line, got {type(obj).__name__}", where)
-        try:
-            runs.append(_run(obj, where))
-        except InvalidInput as e:
-            raise e.at(where) from None
-    return runs
+        raise e.at(where) from None
 
 
 def _run(doc: Any, default_id: str) -> Trajectory:
@@ -238,18 +220,7 @@ def _run(doc: Any, default_id: str) -> Trajectory:
         raise InvalidInput(f"expected a list of messages or a run object, got {type(doc).__name__}")
     if "messages" not in doc:
         raise InvalidInput("run object without 'messages'")
-    run_id = doc.get("id", default_id)
-    if not isinstance(run_id, str) or not run_id:
-        raise InvalidInput("'id' must be a non-empty string")
-    for key in ("case", "agent"):
-        if doc.get(key) is not None and not isinstance(doc[key], str):
-            raise InvalidInput(f"'{key}' must be a string or null")
-    output_ok = doc.get("output_ok")
-    if output_ok is not None and not isinstance(output_ok, bool):
-        raise InvalidInput("'output_ok' must be true, false or null")
-    return trajectory_from_messages(
-        doc["messages"], id=run_id, case=doc.get("case"), agent=doc.get("agent"), output_ok=output_ok
-    )
+    return trajectory_from_messages(doc["messages"], **run_header(doc, default_id))
 
 
 def read_file(data: bytes, source: str) -> list[Trajectory]:

@@ -8,13 +8,12 @@ In a step only ``tool`` is required; missing fields take their defaults.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
 from luckrate.adapters import InvalidInput
-from luckrate.adapters.formats import loads_json
+from luckrate.adapters.documents import json_documents
 from luckrate.core.step import Step, Trajectory, numbered
 
 _STEP_FIELDS = {"index", "tool", "args", "result", "error", "t", "duration", "agent", "call_id"}
@@ -103,24 +102,7 @@ def trajectory_to_dict(traj: Trajectory) -> dict[str, Any]:
 
 def read_trajectories(text: str, source: str) -> Iterator[Trajectory]:
     """Read one JSON object, or JSON Lines; errors name ``source`` and, for JSONL, the line."""
-    stripped = text.strip()
-    if not stripped:
-        raise InvalidInput("empty file", source)
-    try:
-        yield trajectory_from_dict(loads_json(stripped))
-        return
-    except json.JSONDecodeError:
-        pass  # not one document: read it as JSON Lines
-    except InvalidInput as e:
-        raise e.at(source) from None
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{source}:{lineno}"
-        try:
-            obj = loads_json(line)
-        except json.JSONDecodeError as e:
-            raise InvalidInput(f"invalid JSON ({e.msg} at column {e.colno})", where) from None
+    for where, obj in json_documents(text, source)[1]:
         try:
             yield trajectory_from_dict(obj)
         except InvalidInput as e:
