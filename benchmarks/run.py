@@ -39,22 +39,25 @@ DELAY = "luckrate_verdict_delay_seconds"
 @dataclass(frozen=True)
 class Settings:
     repeats: int = 3
-    warm: float = 2.0
-    """Seconds of load before the measured window (buffers fill, threads start)."""
+    warm: float = 3.0
+    """Seconds of load before the measured window: the span buffer fills, so the window sees steady state."""
     window: float = 5.0
     """Seconds measured."""
-    paced_rate: float = 10_000.0
-    """Spans/s offered for the unsaturated latency figure: one instrumented agent process's most."""
+    paced_rate: float = 5_000.0
+    """Spans/s offered for the unsaturated latency figure: one instrumented agent process at half its peak
+    (~10k spans/s), below one luckrate process's capacity here."""
     fill_requests: int = 300
     """Requests per memory fill (x513 spans mixed, x342 tool spans)."""
     grade_sizes: tuple[int, ...] = grade_scaling.SIZES
     grade_steps_per_round: int = grade_scaling.STEPS_PER_ROUND
     root_grace: float = 0.5
-    buffer: int = 200_000
+    """Seconds a trace waits after its root span: the floor of every verdict delay below."""
+    buffer: int = 50_000
+    """``--max-buffered-spans`` for throughput runs: small enough to fill during ``warm``."""
     pin: bool = True
 
 
-QUICK = Settings(repeats=1, warm=0.5, window=1.0, paced_rate=5_000.0, fill_requests=8,
+QUICK = Settings(repeats=1, warm=0.5, window=1.0, paced_rate=2_000.0, fill_requests=8,
                  grade_sizes=(10, 100, 1_000), grade_steps_per_round=2_000)
 
 
