@@ -16,14 +16,15 @@ the scenarios so that background load hits them alike):
    span from RSS before and after filling the buffer (grading held off by long timeouts);
 3. grading cost per step at 10 / 100 / 1,000 / 10,000 steps (``grade_scaling.py``).
 
-Servers are pinned to core 0 and the load generator to core 1 (``--no-pin`` to let the scheduler
-place them); the two-process figure pins one server per core and leaves the generator unpinned.
+Servers are pinned to the first core and the load generator to the second (``--no-pin`` to let the
+scheduler place them); the two-process figure pins one server per core and leaves the generator unpinned.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -62,7 +63,9 @@ QUICK = Settings(repeats=1, warm=0.5, window=1.0, paced_rate=2_000.0, fill_reque
 
 
 def cpu(settings: Settings, n: int) -> set[int] | None:
-    return {n} if settings.pin else None
+    """The ``n``-th core we may use, for a pinned process; None without pinning or with a single core."""
+    available = sorted(os.sched_getaffinity(0))
+    return {available[n]} if settings.pin and len(available) > n and len(available) >= 2 else None
 
 
 # ---- scenarios: each returns a dict of figures for one round ---------------------------------------
