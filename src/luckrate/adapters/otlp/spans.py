@@ -284,22 +284,31 @@ def _shared_text(text: str) -> str:
 
 
 def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> Attributes:
-    # The hot loop of compaction: one pass, strings inlined (most values are strings), no helper per key.
+    # The hot loop of compaction: one pass; shared-table hits and strings within budget are handled
+    # inline (a helper call per attribute cost as much as upb's own access, docs/benchmarks.md).
     out: list[tuple[str, Any]] = []
+    shared = _shared
     for kv in kvs:
         key = kv.key
         if not (key.startswith(_KEEP_PREFIXES) or key in _KEEP_KEYS or key == keep_attribute):
             continue
         if len(out) >= MAX_ATTRIBUTES and key != keep_attribute:
             continue
-        key = _shared_text(key[:256])
+        key = shared.get(key) or _shared_text(key[:256])
         value = kv.value
-        if value.WhichOneof("value") == "string_value":
-            text = budget.text(value.string_value)
-            vocabulary = key in _VOCABULARY_KEYS and len(text) <= SHARED_LENGTH
-            out.append(_share((key, _share(text))) if vocabulary else (key, text))
-        else:
+        if value.WhichOneof("value") != "string_value":
             out.append((key, budget.value(value, 0)))
+            continue
+        text = value.string_value
+        if len(text) <= MAX_STRING and len(text) <= budget.left:
+            budget.left -= len(text)
+        else:
+            text = budget.text(text)
+        if key in _VOCABULARY_KEYS and len(text) <= SHARED_LENGTH:
+            pair = (key, text)
+            out.append(shared.get(pair) or _share((key, _share(text))))
+        else:
+            out.append((key, text))
     return tuple(out)
 
 
