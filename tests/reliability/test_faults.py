@@ -1,5 +1,6 @@
-"""Faults the real server survives: clients that vanish mid-request, slow (slowloris) clients, a grading
-exception in one trace, an OTLP metrics target that is down, and SIGTERM while under load."""
+"""Faults the real server survives: clients that vanish mid-request, slow (slowloris) clients, more
+connections than the HTTP cap, a grading exception in one trace, an OTLP metrics target that is down,
+and SIGTERM while under load."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import time
 import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from luckrate.service.receiver_http import REFUSERS
 from tests.reliability.harness import fresh_request, healthy, identity, report, settled, span_count
 from tests.reliability.load import EXPORT, generate
 from tests.service.harness import SPEC, MetricsSink, Server, post, total, wait_until
@@ -59,44 +61,115 @@ def test_clients_that_disconnect_mid_request_cost_nothing():
         report("faults.disconnects", 9)
 
 
+SLOW = 200
+"""Slow connections in the slowloris test: under the default cap (256), so each is served and timed out."""
+
+
+def _slow_connection(server, i: int) -> socket.socket:
+    """A connection that sent part of a request: half stop inside the headers, half inside the body."""
+    sock = _connect(server)
+    if i % 2:
+        sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: app")
+    else:
+        sock.sendall(f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\n"
+                     "Content-Length: 100000\r\n\r\n".encode() + b"\x0a" * 100)
+    return sock
+
+
+def _closed_by_server(sock: socket.socket) -> bool:
+    """True once the server hung up on ``sock`` (EOF or reset); whatever it sent first is ignored."""
+    sock.setblocking(False)
+    try:
+        while sock.recv(65536):
+            pass
+        return True
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def _threads(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+
+
 def test_slow_clients_cannot_exhaust_the_server():
-    """Slowloris: hundreds of connections hold partial headers or partial bodies open. Others are still
-    served, and the server closes an idle connection after its timeout (30 s)."""
+    """Slowloris: 200 connections hold partial headers or partial bodies open. Others are still served,
+    and the server closes every slow connection at its request deadline (2 s here, 30 s by default),
+    counting each as request_timeout."""
     rng = random.Random(2)
     held = []
-    with Server("--root-grace", "0.2") as server:
+    with Server("--root-grace", "0.2", "--http-request-timeout", "2", "--http-idle-timeout", "2") as server:
         try:
-            for i in range(300):
-                sock = _connect(server)
-                if i % 2:
-                    sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: app")  # headers unfinished
-                else:
-                    sock.sendall(f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\n"
-                                 "Content-Length: 100000\r\n\r\n".encode() + b"\x0a" * 100)  # body unfinished
-                held.append(sock)
+            held = [_slow_connection(server, i) for i in range(SLOW)]
             sent = 0
             for _ in range(3):
                 healthy(server)
                 sent += _export_ok(server, rng)
-
-            def closed_by_server():
-                for sock in held:
-                    sock.settimeout(0.01)
-                    try:
-                        if sock.recv(4096) == b"":
-                            continue  # EOF: the server hung up
-                    except (TimeoutError, socket.timeout):
-                        return False  # still open
-                    except ConnectionResetError:
-                        continue
-                return True
-
-            wait_until(closed_by_server, "the server to time out every slow connection", timeout=60)
+            wait_until(lambda: all(_closed_by_server(sock) for sock in held),
+                       "the server to time out every slow connection")
             healthy(server)
             s = settled(server)
             identity(s)
             assert total(s, "luckrate_spans_received_total") == 2 * sent  # the slow clients sent nothing whole
+            assert total(s, "luckrate_requests_refused_total", transport="http", reason="request_timeout") == SLOW
+            assert total(s, "luckrate_requests_refused_total", reason="connection_limit") == 0
             report("faults.slowloris_connections", len(held))
+        finally:
+            for sock in held:
+                sock.close()
+
+
+CAP, OVER = 16, REFUSERS + 4
+
+
+def test_the_connection_cap_holds():
+    """CAP + OVER idle connections: the first CAP are held (one thread each). Of the rest, REFUSERS are
+    answered 503 + Retry-After at once and the others closed unanswered (answering takes a thread too),
+    all counted. A normal client gets a counted 503, which the Collector would retry; gRPC is unaffected.
+    Once the idle connections time out, the normal client is served."""
+    rng = random.Random(5)
+    held = []
+    with Server("--root-grace", "0.2", "--http-max-connections", str(CAP), "--http-idle-timeout", "5") as server:
+        try:
+            healthy(server)
+            before = _threads(server.proc.pid)
+            held = [_connect(server) for _ in range(CAP + OVER)]
+            answers = []
+            for sock in held[CAP:]:
+                sock.settimeout(10)
+                answers.append(sock.recv(4096).split(b"\r\n", 1)[0])  # sent before any request
+            assert answers == [b"HTTP/1.1 503 Service Unavailable"] * REFUSERS + [b""] * (OVER - REFUSERS)
+            assert _threads(server.proc.pid) <= before + CAP + REFUSERS
+            for sock in held[CAP:]:
+                sock.close()  # frees the threads answering them
+            del held[CAP:]
+            req = fresh_request(rng)
+            tries = []
+
+            def refused_with_retry_after():
+                tries.append(1)
+                try:
+                    status, headers, _ = post(server.http + "/v1/traces", req.SerializeToString(), PROTOBUF)
+                except OSError:  # closed unanswered: every answering thread was still busy
+                    return False
+                assert (status, headers["Retry-After"]) == (503, "5")
+                return True
+
+            wait_until(refused_with_retry_after, "a normal client to get 503 + Retry-After")
+            with grpc.insecure_channel(server.grpc) as ch:  # the cap is the HTTP receiver's alone
+                ExportTraceServiceResponse.FromString(ch.unary_unary(EXPORT)(req.SerializeToString(), timeout=10))
+            refused = total(server.scrape(), "luckrate_requests_refused_total", transport="http",
+                            reason="connection_limit")
+            assert refused == OVER + len(tries)
+            wait_until(lambda: all(_closed_by_server(sock) for sock in held), "idle connections to close")
+            status, _, _ = post(server.http + "/v1/traces", fresh_request(rng).SerializeToString(), PROTOBUF)
+            assert status == 200
+            s = settled(server)
+            identity(s)
+            assert total(s, "luckrate_requests_refused_total", reason="request_timeout") == 0  # idle: nothing lost
+            report("faults.connection_cap_refused", refused)
         finally:
             for sock in held:
                 sock.close()

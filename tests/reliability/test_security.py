@@ -128,6 +128,21 @@ def test_tls_on_both_receivers(pki):
         assert total(s, "luckrate_spans_received_total") == 2 * span_count(req)
 
 
+def test_tls_connection_over_the_cap_gets_a_503_over_tls(pki):
+    """Over the HTTP connection cap the 503 is sent after the TLS handshake (plain text would be noise to
+    a TLS client), and counted."""
+    import socket
+
+    cert, key = pki["server"]
+    with Server("--tls-cert", str(cert), "--tls-key", str(key), "--http-max-connections", "1") as server:
+        holder = socket.create_connection(("127.0.0.1", server.ports["http"]), timeout=10)  # takes the one slot
+        with holder:
+            with pytest.raises(urllib.error.HTTPError) as e:
+                _https(server, fresh_request(random.Random(3)).SerializeToString(), pki)
+        assert (e.value.code, e.value.headers["Retry-After"]) == (503, "5")
+        assert total(server.scrape(), "luckrate_requests_refused_total", reason="connection_limit") == 1
+
+
 def test_mutual_tls_lets_in_only_clients_the_ca_signed(pki):
     rng = random.Random(2)
     cert, key = pki["server"]
@@ -188,6 +203,10 @@ def test_request_size_limits_refuse_without_retry():
         resp = conn.getresponse()
         assert resp.status == 413 and resp.getheader("Retry-After") is None
         conn.close()
+        # urllib writes the whole body before it reads: the server reads and discards it (lingering close)
+        # so the client sees the 413, not a broken pipe. 16 MiB is past every socket buffer.
+        status, headers, _ = post(server.http + "/v1/traces", b"\x00" * (16 * 1024 * 1024), PROTOBUF)
+        assert status == 413 and headers["Retry-After"] is None
         status, headers, _ = post(server.http + "/v1/traces", gzip.compress(b"\x00" * (limit * 50)), PROTOBUF,
                                   {"Content-Encoding": "gzip"})
         assert status == 413 and headers["Retry-After"] is None

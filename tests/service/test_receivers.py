@@ -235,3 +235,100 @@ def test_output_rule_flags_reach_the_adapter(case, over, events, output):
         assert total(s, "luckrate_runs_total", output=output) == 1
     finally:
         svc.stop(10)
+
+
+# ---- slow and greedy HTTP clients ------------------------------------------------------------------
+
+def _closed_by_server(sock) -> bool:
+    """True once the server has hung up on ``sock`` (EOF or reset); whatever it sent first is ignored."""
+    sock.setblocking(False)
+    try:
+        while sock.recv(65536):
+            pass
+        return True
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def test_http_413_reaches_a_client_that_writes_the_whole_body_first(service):
+    """Regression: the 413 was sent and the connection closed with the body unread, so urllib (which
+    writes the whole body before reading) got a broken pipe instead. 16 MiB is past every socket buffer."""
+    _, http = urls(service)
+    status, _, resp = post(http + "/v1/traces", b"\0" * (16 * 1024 * 1024), PROTO)
+    assert status == 413
+    assert status_pb2.Status.FromString(resp).code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]
+    assert refused(service, "http", "too_large") == 1
+
+
+@pytest.mark.parametrize("service", [{"http_request_timeout": 0.5}], indirect=True)
+def test_http_trickling_client_is_cut_off_at_the_request_deadline(service, spans):
+    """Regression: only each read had a timeout, so a client sending a byte more often than that held its
+    thread forever. Here a byte goes out every poll (50 ms) until the server hangs up."""
+    import socket
+
+    _, http = urls(service)
+    sock = socket.create_connection(("127.0.0.1", service.receivers[1].port), timeout=5)
+    with sock:
+        sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+
+        def trickle() -> bool:
+            try:
+                sock.send(b"x")
+            except OSError:  # broken pipe or reset: the server has hung up
+                return True
+            return _closed_by_server(sock)
+
+        wait_until(trickle, "the server to close a trickling request")
+    assert refused(service, "http", "request_timeout") == 1
+    assert post(http + "/v1/traces", request_of(spans).SerializeToString(), PROTO)[0] == 200
+
+
+@pytest.mark.parametrize("service", [{"http_idle_timeout": 0.3}], indirect=True)
+def test_http_idle_connections_are_closed_uncounted(service):
+    """A keep-alive connection between requests, and a new one that never sends, are closed after the
+    idle timeout; nothing was lost, so nothing is counted."""
+    import http.client
+    import socket
+
+    conn = http.client.HTTPConnection("127.0.0.1", service.receivers[1].port, timeout=5)
+    conn.request("GET", "/healthz")
+    assert conn.getresponse().read() == b"ok\n"  # keep-alive: the connection stays open
+    silent = socket.create_connection(("127.0.0.1", service.receivers[1].port), timeout=5)
+    with silent:
+        wait_until(lambda: _closed_by_server(conn.sock) and _closed_by_server(silent), "idle connections closed")
+    conn.close()
+    assert refused(service, "http", "request_timeout") == 0
+
+
+@pytest.mark.parametrize("service", [{"http_max_connections": 3, "retry_after": 7}], indirect=True)
+def test_http_connection_cap_answers_503_with_retry_after(service, spans):
+    """Past the cap a connection is answered 503 + Retry-After (a google.rpc.Status with RetryInfo) before
+    it sends anything, and counted; once a slot frees, clients are served again."""
+    import http.client
+    import socket
+
+    from google.rpc import error_details_pb2
+
+    port = service.receivers[1].port
+    held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(3)]
+    try:
+        over = socket.create_connection(("127.0.0.1", port), timeout=5)
+        with over:
+            resp = http.client.HTTPResponse(over)
+            resp.begin()
+            assert (resp.status, resp.getheader("Retry-After"), resp.getheader("Connection")) == (503, "7", "close")
+            answer = status_pb2.Status.FromString(resp.read())
+        retry = error_details_pb2.RetryInfo()
+        assert answer.details[0].Unpack(retry) and retry.retry_delay.seconds == 7
+        body = request_of(spans).SerializeToString()
+        status, headers, _ = post(f"http://127.0.0.1:{port}/v1/traces", body, PROTO)  # writes first, then reads
+        assert (status, headers["Retry-After"]) == (503, "7")
+        assert refused(service, "http", "connection_limit") == 2
+        assert total(metrics(service), "luckrate_spans_received_total") == 0
+        held.pop().close()  # the server sees EOF and frees that slot
+        wait_until(lambda: post(f"http://127.0.0.1:{port}/v1/traces", body, PROTO)[0] == 200, "a freed slot")
+    finally:
+        for sock in held:
+            sock.close()

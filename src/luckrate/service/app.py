@@ -43,6 +43,11 @@ _FLAGS = (
     ("--max-spans-per-trace", "max_spans_per_trace", int, "grade a trace once it has this many spans"),
     ("--max-buffered-spans", "max_buffered_spans", int, "spans buffered before back-pressure"),
     ("--max-request-bytes", "max_request_bytes", int, "largest request after decompression (default 64 MiB)"),
+    ("--http-max-connections", "http_max_connections", int, "OTLP/HTTP connections served at once (default 256)"),
+    ("--http-request-timeout", "http_request_timeout", float,
+     "seconds for an OTLP/HTTP request's headers and body to arrive (default 30)"),
+    ("--http-idle-timeout", "http_idle_timeout", float,
+     "seconds an idle OTLP/HTTP connection stays open (default 15)"),
     ("--output-attribute", "output_attribute", str, "span attribute with the output verdict"),
     ("--output-evaluation", "output_evaluation", str, "gen_ai.evaluation.result name that decides output_ok"),
     ("--output-threshold", "output_threshold", float, "evaluation score at or above which the output passes"),
@@ -138,7 +143,10 @@ def build(cfg: ServiceConfig, specs) -> Service:
     if cfg.grpc is not None:
         receivers.append(GrpcReceiver(cfg.grpc, intake, credentials=grpc_credentials(cfg), **common))
     if cfg.http is not None:
-        receivers.append(HttpReceiver(cfg.http, intake, tls=http_context(cfg), **common))
+        receivers.append(HttpReceiver(cfg.http, intake, tls=http_context(cfg),
+                                      max_connections=cfg.http_max_connections,
+                                      request_timeout=cfg.http_request_timeout, idle_timeout=cfg.http_idle_timeout,
+                                      **common))
     metrics = MetricsServer(cfg.prometheus, prom) if prom is not None else None
     return Service(cfg, telemetry, budget, loop, worker, intake, receivers, metrics)
 

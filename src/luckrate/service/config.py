@@ -71,6 +71,12 @@ class ServiceConfig:
     """Largest request body after decompression; larger gets 413 / RESOURCE_EXHAUSTED."""
     retry_after: int = 5
     """Seconds a throttled client is told to wait (Retry-After / RetryInfo)."""
+    http_max_connections: int = 256
+    """OTLP/HTTP connections served at once; more are answered 503 + Retry-After and counted."""
+    http_request_timeout: float = 30.0
+    """Seconds from an OTLP/HTTP request's first byte by which its headers and body must have arrived."""
+    http_idle_timeout: float = 15.0
+    """Seconds an OTLP/HTTP connection may wait for its next request before it is closed."""
     output_attribute: str = "luckrate.output_ok"
     """Span attribute holding the output eval's verdict."""
     output_evaluation: str | None = None
@@ -99,9 +105,10 @@ class ServiceConfig:
 _NOT_KEYS = frozenset({"bearer_token"})
 KEYS = tuple(f.name for f in fields(ServiceConfig) if f.name not in _NOT_KEYS)
 _ENDPOINTS = ("grpc", "http", "prometheus")
-_POSITIVE_FLOATS = ("root_grace", "idle_timeout", "max_trace_age", "shutdown_timeout", "otlp_metrics_interval")
+_POSITIVE_FLOATS = ("root_grace", "idle_timeout", "max_trace_age", "shutdown_timeout", "otlp_metrics_interval",
+                    "http_request_timeout", "http_idle_timeout")
 _POSITIVE_INTS = ("max_spans_per_trace", "max_buffered_spans", "max_request_bytes", "max_agents", "late_memory",
-                  "retry_after")
+                  "retry_after", "http_max_connections")
 _STRINGS = ("spec", "output_attribute")
 _OPTIONAL_STRINGS = ("otlp_metrics", "output_evaluation", "verdict_log", "tls_cert", "tls_key", "tls_client_ca",
                      "bearer_token_file")

@@ -3,16 +3,24 @@
 Stdlib only (ThreadingHTTPServer): one thread per connection, HTTP/1.1 keep-alive. Answers follow the
 OTLP spec and the Collector's receiver: 415 for other media types, 405 for other methods, 413 over the
 size limit, 400 undecodable, 401 without a valid token, 429 + Retry-After when the buffer is full.
+
+Slow and greedy clients are bounded: at most ``max_connections`` connections are served at once (more get
+503 + Retry-After and are counted), a connection may idle ``idle_timeout`` seconds between requests, and a
+request's headers and body must arrive within ``request_timeout`` seconds of its first byte.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import socket
 import ssl
+import sys
 import threading
+import time
 import zlib
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from google.protobuf import json_format
@@ -35,8 +43,65 @@ PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 RCVBUF = 4 * 1024 * 1024
 """The default receive buffer makes large uploads idle on TCP windowing; raise it on the listener."""
-IDLE_TIMEOUT = 30.0
-"""Seconds a keep-alive connection may sit idle (bounds handler threads)."""
+LINGER_BYTES = 256 * 1024 * 1024
+"""Most of a refused body read and discarded before closing (a lingering close): closing with the body
+unread makes a client that writes it all before reading (urllib) see a broken pipe instead of the answer."""
+REFUSE_LINGER = 2.0
+"""Seconds a connection refused at the cap may take to be answered and drained before it is closed."""
+REFUSERS = 16
+"""Threads that may answer refused connections at once; beyond them a refused connection is just closed."""
+CHUNK = 64 * 1024
+UNAVAILABLE = 14
+"""google.rpc.Code for the 503 sent over the connection cap."""
+
+
+class _Deadline:
+    """When the current read must end. Between requests a connection may idle ``idle`` seconds; a request's
+    first byte starts its own clock, and headers plus body must arrive within ``request`` seconds. A
+    per-read timeout alone let a client trickling a byte every 29 s hold a thread forever."""
+
+    def __init__(self, idle: float, request: float):
+        self.idle, self.request = idle, request
+        self.started = self.expired = False
+        """started: a byte of the current request arrived; expired: a read ran out of time."""
+        self._end = 0.0
+
+    def await_request(self) -> None:
+        self.started = self.expired = False
+        self._end = time.monotonic() + self.idle
+
+    def remaining(self) -> float:
+        return self._end - time.monotonic()
+
+    def got_bytes(self) -> None:
+        if not self.started:
+            self.started = True
+            self._end = time.monotonic() + self.request
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket's reading side that gives each recv only the time left before the deadline."""
+
+    def __init__(self, sock: socket.socket, deadline: _Deadline):
+        self._sock, self._deadline = sock, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        left = self._deadline.remaining()
+        if left <= 0:
+            self._deadline.expired = True
+            raise TimeoutError("request deadline passed")
+        self._sock.settimeout(left)
+        try:
+            n = self._sock.recv_into(buffer)
+        except TimeoutError:
+            self._deadline.expired = True
+            raise
+        if n:
+            self._deadline.got_bytes()
+        return n
 
 
 class _Refused(Exception):
@@ -49,7 +114,16 @@ class _Refused(Exception):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128
+    """listen() backlog. socketserver's 5 dropped SYNs when a few connections arrived at once: each such
+    client waited a 1 s retransmit before the accept loop (or the cap's 503) even saw it."""
+    block_on_close = False
+    """shutdown() does not wait for open connections: Intake.close() already stopped them handing over spans."""
     tls: ssl.SSLContext | None = None
+    slots: threading.BoundedSemaphore
+    """One per connection being served; taken in the accept loop, given back when the connection ends."""
+    refuse: Callable[[socket.socket], None]
+    """Called in the accept loop with a connection over the cap; must not block."""
 
     def server_bind(self) -> None:
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
@@ -62,17 +136,47 @@ class _Server(ThreadingHTTPServer):
             conn = self.tls.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
         return conn, addr
 
+    def process_request(self, request, client_address) -> None:
+        if not self.slots.acquire(blocking=False):
+            self.refuse(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()  # no thread started: nothing else will give the slot back
+            raise
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+    def handle_error(self, request, client_address) -> None:
+        """socketserver prints every traceback to stderr; a reset or a failed TLS handshake is the client's
+        doing (and an attacker's flood of them would flood the log), so only other errors are logged loudly."""
+        if isinstance(sys.exc_info()[1], OSError):
+            log.debug("http: connection from %s failed", client_address[0], exc_info=True)
+        else:
+            log.exception("http: error while handling a connection from %s", client_address[0])
+
 
 class HttpReceiver:
     def __init__(self, endpoint: Endpoint, intake: Intake, *, max_request_bytes: int, retry_after: int,
-                 token: str | None = None, tls: ssl.SSLContext | None = None):
+                 token: str | None = None, tls: ssl.SSLContext | None = None, max_connections: int = 256,
+                 request_timeout: float = 30.0, idle_timeout: float = 15.0):
         self.name = "http"
         self.endpoint = endpoint
         self.intake = intake
         self.max_request_bytes = max_request_bytes
         self.retry_after = retry_after
         self.token = token
+        self.max_connections = max_connections
+        self.request_timeout = request_timeout
+        self.idle_timeout = idle_timeout
         self._tls = tls
+        self._refusers = threading.BoundedSemaphore(REFUSERS)
+        self._busy = _busy_response(retry_after)
         self._server: _Server | None = None
         self.port = endpoint.port
         self.ready = False
@@ -80,6 +184,8 @@ class HttpReceiver:
     def start(self) -> None:
         self._server = _Server((self.endpoint.host, self.endpoint.port), _handler(self))
         self._server.tls = self._tls
+        self._server.slots = threading.BoundedSemaphore(self.max_connections)
+        self._server.refuse = self._refuse_connection
         self.port = self._server.server_address[1]
         threading.Thread(target=self._server.serve_forever, args=(0.1,), name="luckrate-http", daemon=True).start()
         self.ready = True
@@ -92,6 +198,26 @@ class HttpReceiver:
             server.shutdown()
             server.server_close()
 
+    def _refuse_connection(self, sock: socket.socket) -> None:
+        """Over the connection cap: count it and answer 503 + Retry-After from a small bounded set of
+        threads, so the accept loop never waits on a client; with those busy too, just close."""
+        self.intake.refuse("http", "connection_limit")
+        if not self._refusers.acquire(blocking=False):
+            _close(sock)
+            return
+
+        def answer() -> None:
+            try:
+                _answer_and_close(sock, self._busy, min(REFUSE_LINGER, self.request_timeout))
+            finally:
+                self._refusers.release()
+
+        try:
+            threading.Thread(target=answer, name="luckrate-http-refuse", daemon=True).start()
+        except RuntimeError:
+            self._refusers.release()
+            _close(sock)
+
     def decode(self, body: bytes, content_type: str, encoding: str):
         """Decompress and decode a request body; raises _Refused."""
         if encoding in ("gzip", "deflate"):
@@ -102,6 +228,46 @@ class HttpReceiver:
             return request_from_protobuf(body) if content_type == PROTOBUF else request_from_json(body)
         except InvalidInput as e:
             raise _Refused(400, status.INVALID_ARGUMENT, str(e)[:1024], "undecodable") from None
+
+
+def _busy_response(retry_after: int) -> bytes:
+    """The whole 503 for a connection over the cap. It is sent before the request is read, so its body is
+    a protobuf google.rpc.Status (the common OTLP encoding); clients act on the status and Retry-After."""
+    body = status.encode_status(UNAVAILABLE, "too many connections: retry later", retry_after)
+    head = ("HTTP/1.1 503 Service Unavailable\r\nServer: luckrate\r\n"
+            f"Content-Type: {PROTOBUF}\r\nContent-Length: {len(body)}\r\n"
+            f"Retry-After: {retry_after}\r\nConnection: close\r\n\r\n")
+    return head.encode() + body
+
+
+def _answer_and_close(sock: socket.socket, response: bytes, seconds: float) -> None:
+    """Send ``response``, then read and discard what the client still sends (until it closes, for at most
+    ``seconds`` and LINGER_BYTES) so that it reads the answer rather than a reset."""
+    end = time.monotonic() + seconds
+    try:
+        sock.settimeout(seconds)
+        if isinstance(sock, ssl.SSLSocket):
+            sock.do_handshake()
+        sock.sendall(response)
+        sock.shutdown(socket.SHUT_WR)
+        buffer, left = bytearray(CHUNK), LINGER_BYTES
+        while left > 0 and (wait := end - time.monotonic()) > 0:
+            sock.settimeout(wait)
+            n = sock.recv_into(buffer)
+            if not n:
+                break
+            left -= n
+    except (OSError, ValueError):  # ssl.SSLError is an OSError; the client may be gone at any point
+        pass
+    finally:
+        _close(sock)
+
+
+def _close(sock: socket.socket) -> None:
+    try:
+        sock.close()
+    except OSError:
+        pass
 
 
 def _inflate(body: bytes, encoding: str, limit: int) -> bytes:
@@ -122,8 +288,21 @@ def _media_type(header: str | None) -> str:
 def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
-        timeout = IDLE_TIMEOUT
+        timeout = receiver.idle_timeout
         server_version = "luckrate"
+
+        def setup(self) -> None:
+            super().setup()
+            self.rfile.close()  # the socket file knows only a per-read timeout: read through the deadline
+            self._deadline = _Deadline(receiver.idle_timeout, receiver.request_timeout)
+            self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self._deadline))
+
+        def handle_one_request(self) -> None:
+            self._deadline.await_request()
+            self._answered, self._unread = False, 0
+            super().handle_one_request()  # a read past the deadline closes the connection there
+            if self._deadline.expired and self._deadline.started and not self._answered:
+                receiver.intake.refuse("http", "request_timeout")
 
         def do_GET(self) -> None:
             path = self.path.split("?")[0]
@@ -152,6 +331,8 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
                 if e.reason:
                     receiver.intake.refuse("http", e.reason)
                 self._error(e, ctype)
+                if self._unread:
+                    self._discard(self._unread)  # lingering close: the client reads the answer, not EPIPE
                 return
             self._success(outcome, ctype)
 
@@ -166,10 +347,11 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
                                "unsupported_media_type")
             length = self.headers.get("Content-Length")
             if length is None or not length.isdigit():
-                self.close_connection = True
+                self.close_connection, self._unread = True, LINGER_BYTES  # until the client closes
                 raise _Refused(411, 3, "Content-Length required", "undecodable")
             if int(length) > receiver.max_request_bytes:
-                self.close_connection = True  # the body is not read: this connection cannot be reused
+                # Answered before the body is read; discarded after, and this connection is not reused.
+                self.close_connection, self._unread = True, int(length)
                 raise _Refused(413, status.RESOURCE_EXHAUSTED, f"request over {receiver.max_request_bytes} bytes",
                                "too_large")
             body = self.rfile.read(int(length))
@@ -182,11 +364,29 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
             return outcome
 
         def _drain_body(self) -> None:
+            """Discard the body of a request refused on its headers: within the size limit now, so the
+            connection stays usable; a larger one after the answer (lingering close)."""
             length = self.headers.get("Content-Length", "")
             if length.isdigit() and int(length) <= receiver.max_request_bytes:
-                self.rfile.read(int(length))
+                if not self._discard(int(length)):
+                    self.close_connection = True
             else:
                 self.close_connection = True
+                self._unread = int(length) if length.isdigit() else LINGER_BYTES
+
+        def _discard(self, length: int) -> bool:
+            """Read and throw away up to ``length`` bytes (at most LINGER_BYTES) within the request deadline;
+            True when all ``length`` were read."""
+            left = min(length, LINGER_BYTES)
+            try:
+                while left > 0:
+                    chunk = self.rfile.read1(min(left, CHUNK))
+                    if not chunk:
+                        return False
+                    left -= len(chunk)
+            except OSError:  # past the deadline or the client went away: the connection is closed anyway
+                return False
+            return left == 0 and length <= LINGER_BYTES
 
         def _success(self, outcome: Outcome, ctype: str) -> None:
             response = ExportTraceServiceResponse()
@@ -211,6 +411,7 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
             self._send(code, "text/plain; charset=utf-8", text.encode(), headers)
 
         def _send(self, code: int, ctype: str, body: bytes, headers: tuple[tuple[str, str], ...] = ()) -> None:
+            self._answered = True
             self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))

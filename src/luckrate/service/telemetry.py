@@ -76,7 +76,8 @@ BY_NAME = {i.name: i for i in INSTRUMENTS}
 
 COMPLETION_REASONS = ("root_ended", "idle", "max_age", "max_spans", "shutdown")
 UNGRADED_REASONS = ("no_spec", "invalid")
-REFUSAL_REASONS = ("too_large", "undecodable", "unauthenticated", "unsupported_media_type", "buffer_full")
+REFUSAL_REASONS = ("too_large", "undecodable", "unauthenticated", "unsupported_media_type", "buffer_full",
+                   "connection_limit", "request_timeout")
 TRANSPORTS = ("grpc", "http")
 REJECTION_REASONS = (*REJECT_REASONS, "buffer_full")
 
