@@ -332,3 +332,25 @@ def test_http_connection_cap_answers_503_with_retry_after(service, spans):
     finally:
         for sock in held:
             sock.close()
+
+
+def test_http_limit_flags_reach_the_receiver_and_bad_values_are_named():
+    import argparse
+
+    from luckrate.service.app import add_arguments, config_from_args
+    from luckrate.service.config import InvalidConfig, build_config
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--spec", str(SPEC), "--http-max-connections", "9", "--http-request-timeout", "4",
+                              "--http-idle-timeout", "2"])
+    svc = build(config_from_args(args), load_specs(SPEC))  # built, not started: nothing listens
+    http_r = svc.receivers[-1]
+    assert (http_r.max_connections, http_r.request_timeout, http_r.idle_timeout) == (9, 4.0, 2.0)
+    assert svc.stop(5)
+    with pytest.raises(InvalidConfig) as e:
+        build_config({"http_max_connections": 0, "http_idle_timeout": "5", "http_request_timeout": -1}, "t")
+    assert str(e.value) == ("3 problems in config t\n"
+                            "  http_max_connections: expected a positive integer, got 0\n"
+                            "  http_idle_timeout: expected a positive number of seconds, got '5'\n"
+                            "  http_request_timeout: expected a positive number of seconds, got -1")
