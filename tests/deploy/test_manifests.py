@@ -106,8 +106,10 @@ def test_k8s_ports_and_probes_match_the_config(tmp_path: Path) -> None:
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports == {"otlp-grpc": cfg.grpc.port, "otlp-http": cfg.http.port, "metrics": cfg.prometheus.port}
     assert {cfg.grpc.host, cfg.http.host, cfg.prometheus.host} == {"0.0.0.0"}
-    for probe, path in (("startupProbe", "/healthz"), ("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+    for probe, path in (("startupProbe", "/healthz"), ("readinessProbe", "/readyz")):
         assert container[probe]["httpGet"] == {"path": path, "port": "otlp-http"}
+    # Liveness asks the gRPC health service: /healthz sits behind the HTTP connection cap.
+    assert container["livenessProbe"]["grpc"] == {"port": cfg.grpc.port}
     assert container["resources"]["requests"] and container["resources"]["limits"]["memory"]
     service_ports = {p["port"] for p in objs["Service/luckrate-headless"]["spec"]["ports"]}
     assert cfg.grpc.port in service_ports  # what the loadbalancing exporter dials

@@ -24,7 +24,10 @@ OTHER = "other"
 MAX_LABEL = 128
 """Longest label value kept (agent names in first-N mode)."""
 
-SECONDS_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+# Finer between 0.5 and 3 s: the verdict delay is the run's own length plus root_grace (2 s by default)
+# plus grading, and coarse buckets there hid what grading adds (benchmarks could only say "in (0.5, 1]").
+SECONDS_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 5.0, 10.0,
+                   30.0, 60.0, 120.0, 300.0)
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,8 @@ INSTRUMENTS: tuple[Instrument, ...] = (
                "Accepted spans dropped because their trace was already graded"),
     Instrument("luckrate.spans.assembled", "counter", "{span}", "Spans handed to the grader inside completed traces"),
     Instrument("luckrate.requests.refused", "counter", "{request}",
-               "Export requests refused whole (too large, undecodable, unauthenticated, bad media type)",
+               "Export requests or HTTP connections refused whole (too large, undecodable, unauthenticated, bad media "
+               "type, buffer full, over the connection cap, request deadline passed)",
                ("transport", "reason")),
     Instrument("luckrate.traces.active", "updown", "{trace}", "Traces buffered and not yet complete"),
     Instrument("luckrate.traces.completed", "counter", "{trace}", "Traces completed, by what completed them",
