@@ -1,6 +1,10 @@
 """Provenance: identifier shapes, nested arguments, ungrounded, taint."""
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from luckrate.core.grade import grade
 from luckrate.core.provenance import is_identifier, trace, tokens
@@ -29,6 +33,33 @@ def test_identifier_shape(value, shaped):
 ])
 def test_tokens(text, token):
     assert token in tokens(text)
+
+
+def _reference_tokens(text: str) -> set[str]:
+    # The module docstring's rule written plainly, every token kept (as tokens() did before it skipped words).
+    folded = text.casefold()
+    toks = set(re.split(r"[\s\"'`,;()\[\]{}<>|\\]+", folded))
+    parts = set(re.split(r"[\s\"'`,;()\[\]{}<>|\\:/=?&#]+", folded))
+    out = toks | {t.rstrip(".:!?") for t in toks} | {t.lstrip(".:!?") for t in toks} | {p.rstrip(".:!?") for p in parts}
+    return out - {""}
+
+
+def _marked(token: str) -> bool:
+    return any(c in "0123456789@/:-_." for c in token)
+
+
+@given(st.text(st.sampled_from(list("aZßİé0 9@/:-_.\"'`,;()[]{}<>|\\=?&#!\t\n\u2028\u00a0")) | st.characters(),
+               max_size=60))
+def test_skipping_word_tokens_loses_no_token_an_identifier_could_match(text):
+    # tokens() leaves out tokens of letters only (they were most of the index, and no identifier can
+    # equal one); every token holding a mark must still be there, and nothing outside the rule.
+    reference, found = _reference_tokens(text), tokens(text)
+    assert {t for t in found if _marked(t)} == {t for t in reference if _marked(t)}
+    assert found <= reference
+
+
+def test_word_tokens_are_not_indexed():
+    assert tokens('{"status": "Delivered", "to": "Bob@X.test"}') == {":", "bob@x.test"}  # no "status", "delivered", "to"
 
 
 def test_nested_arguments_report_their_path():
