@@ -16,12 +16,9 @@ import json
 import logging
 import socket
 import ssl
-import sys
 import threading
-import time
 import zlib
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -33,6 +30,15 @@ from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp import request_from_json, request_from_protobuf
 from luckrate.service import status
 from luckrate.service.config import Endpoint
+from luckrate.service.http_limits import (
+    CHUNK,
+    LINGER_BYTES,
+    CappedServer,
+    Deadline,
+    DeadlineReader,
+    answer_and_close,
+    close_quietly,
+)
 from luckrate.service.intake import Intake, Outcome
 from luckrate.service.security import token_ok
 
@@ -41,67 +47,12 @@ log = logging.getLogger(__name__)
 TRACES_PATH = "/v1/traces"
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-RCVBUF = 4 * 1024 * 1024
-"""The default receive buffer makes large uploads idle on TCP windowing; raise it on the listener."""
-LINGER_BYTES = 256 * 1024 * 1024
-"""Most of a refused body read and discarded before closing (a lingering close): closing with the body
-unread makes a client that writes it all before reading (urllib) see a broken pipe instead of the answer."""
 REFUSE_LINGER = 2.0
 """Seconds a connection refused at the cap may take to be answered and drained before it is closed."""
 REFUSERS = 16
 """Threads that may answer refused connections at once; beyond them a refused connection is just closed."""
-CHUNK = 64 * 1024
 UNAVAILABLE = 14
 """google.rpc.Code for the 503 sent over the connection cap."""
-
-
-class _Deadline:
-    """When the current read must end. Between requests a connection may idle ``idle`` seconds; a request's
-    first byte starts its own clock, and headers plus body must arrive within ``request`` seconds. A
-    per-read timeout alone let a client trickling a byte every 29 s hold a thread forever."""
-
-    def __init__(self, idle: float, request: float):
-        self.idle, self.request = idle, request
-        self.started = self.expired = False
-        """started: a byte of the current request arrived; expired: a read ran out of time."""
-        self._end = 0.0
-
-    def await_request(self) -> None:
-        self.started = self.expired = False
-        self._end = time.monotonic() + self.idle
-
-    def remaining(self) -> float:
-        return self._end - time.monotonic()
-
-    def got_bytes(self) -> None:
-        if not self.started:
-            self.started = True
-            self._end = time.monotonic() + self.request
-
-
-class _DeadlineReader(io.RawIOBase):
-    """A socket's reading side that gives each recv only the time left before the deadline."""
-
-    def __init__(self, sock: socket.socket, deadline: _Deadline):
-        self._sock, self._deadline = sock, deadline
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        left = self._deadline.remaining()
-        if left <= 0:
-            self._deadline.expired = True
-            raise TimeoutError("request deadline passed")
-        self._sock.settimeout(left)
-        try:
-            n = self._sock.recv_into(buffer)
-        except TimeoutError:
-            self._deadline.expired = True
-            raise
-        if n:
-            self._deadline.got_bytes()
-        return n
 
 
 class _Refused(Exception):
@@ -110,55 +61,6 @@ class _Refused(Exception):
         super().__init__(message)
         self.http_code, self.grpc_code, self.message, self.reason, self.headers = (
             http_code, grpc_code, message, reason, headers)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-    """listen() backlog. socketserver's 5 dropped SYNs when a few connections arrived at once: each such
-    client waited a 1 s retransmit before the accept loop (or the cap's 503) even saw it."""
-    block_on_close = False
-    """shutdown() does not wait for open connections: Intake.close() already stopped them handing over spans."""
-    tls: ssl.SSLContext | None = None
-    slots: threading.BoundedSemaphore
-    """One per connection being served; taken in the accept loop, given back when the connection ends."""
-    refuse: Callable[[socket.socket], None]
-    """Called in the accept loop with a connection over the cap; must not block."""
-
-    def server_bind(self) -> None:
-        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
-        super().server_bind()
-
-    def get_request(self):
-        conn, addr = super().get_request()
-        if self.tls is not None:
-            # Handshake later, in the connection's own thread, so a slow client cannot stall accept().
-            conn = self.tls.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
-        return conn, addr
-
-    def process_request(self, request, client_address) -> None:
-        if not self.slots.acquire(blocking=False):
-            self.refuse(request)
-            return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self.slots.release()  # no thread started: nothing else will give the slot back
-            raise
-
-    def process_request_thread(self, request, client_address) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self.slots.release()
-
-    def handle_error(self, request, client_address) -> None:
-        """socketserver prints every traceback to stderr; a reset or a failed TLS handshake is the client's
-        doing (and an attacker's flood of them would flood the log), so only other errors are logged loudly."""
-        if isinstance(sys.exc_info()[1], OSError):
-            log.debug("http: connection from %s failed", client_address[0], exc_info=True)
-        else:
-            log.exception("http: error while handling a connection from %s", client_address[0])
 
 
 class HttpReceiver:
@@ -177,12 +79,12 @@ class HttpReceiver:
         self._tls = tls
         self._refusers = threading.BoundedSemaphore(REFUSERS)
         self._busy = _busy_response(retry_after)
-        self._server: _Server | None = None
+        self._server: CappedServer | None = None
         self.port = endpoint.port
         self.ready = False
 
     def start(self) -> None:
-        self._server = _Server((self.endpoint.host, self.endpoint.port), _handler(self))
+        self._server = CappedServer((self.endpoint.host, self.endpoint.port), _handler(self))
         self._server.tls = self._tls
         self._server.slots = threading.BoundedSemaphore(self.max_connections)
         self._server.refuse = self._refuse_connection
@@ -203,12 +105,12 @@ class HttpReceiver:
         threads, so the accept loop never waits on a client; with those busy too, just close."""
         self.intake.refuse("http", "connection_limit")
         if not self._refusers.acquire(blocking=False):
-            _close(sock)
+            close_quietly(sock)
             return
 
         def answer() -> None:
             try:
-                _answer_and_close(sock, self._busy, min(REFUSE_LINGER, self.request_timeout))
+                answer_and_close(sock, self._busy, min(REFUSE_LINGER, self.request_timeout))
             finally:
                 self._refusers.release()
 
@@ -216,7 +118,7 @@ class HttpReceiver:
             threading.Thread(target=answer, name="luckrate-http-refuse", daemon=True).start()
         except RuntimeError:
             self._refusers.release()
-            _close(sock)
+            close_quietly(sock)
 
     def decode(self, body: bytes, content_type: str, encoding: str):
         """Decompress and decode a request body; raises _Refused."""
@@ -238,36 +140,6 @@ def _busy_response(retry_after: int) -> bytes:
             f"Content-Type: {PROTOBUF}\r\nContent-Length: {len(body)}\r\n"
             f"Retry-After: {retry_after}\r\nConnection: close\r\n\r\n")
     return head.encode() + body
-
-
-def _answer_and_close(sock: socket.socket, response: bytes, seconds: float) -> None:
-    """Send ``response``, then read and discard what the client still sends (until it closes, for at most
-    ``seconds`` and LINGER_BYTES) so that it reads the answer rather than a reset."""
-    end = time.monotonic() + seconds
-    try:
-        sock.settimeout(seconds)
-        if isinstance(sock, ssl.SSLSocket):
-            sock.do_handshake()
-        sock.sendall(response)
-        sock.shutdown(socket.SHUT_WR)
-        buffer, left = bytearray(CHUNK), LINGER_BYTES
-        while left > 0 and (wait := end - time.monotonic()) > 0:
-            sock.settimeout(wait)
-            n = sock.recv_into(buffer)
-            if not n:
-                break
-            left -= n
-    except (OSError, ValueError):  # ssl.SSLError is an OSError; the client may be gone at any point
-        pass
-    finally:
-        _close(sock)
-
-
-def _close(sock: socket.socket) -> None:
-    try:
-        sock.close()
-    except OSError:
-        pass
 
 
 def _inflate(body: bytes, encoding: str, limit: int) -> bytes:
@@ -294,8 +166,8 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
         def setup(self) -> None:
             super().setup()
             self.rfile.close()  # the socket file knows only a per-read timeout: read through the deadline
-            self._deadline = _Deadline(receiver.idle_timeout, receiver.request_timeout)
-            self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self._deadline))
+            self._deadline = Deadline(receiver.idle_timeout, receiver.request_timeout)
+            self.rfile = io.BufferedReader(DeadlineReader(self.connection, self._deadline))
 
         def handle_one_request(self) -> None:
             self._deadline.await_request()
