@@ -248,10 +248,9 @@ def test_mutated_random_and_truncated_payloads(server, tally):
 
 def _announce_only(server, length: int) -> int:
     """Send only the headers of an oversized upload and read the answer, as a client that reads while it
-    writes (Go's, the Collector's) sees it: the server answers 413 without reading the body.
-
-    (urllib writes the whole body before reading and gets EPIPE instead: the server closes without
-    draining the body. Noted in docs/reliability.md.)"""
+    writes (Go's, the Collector's) sees it: the server answers 413 before the body is read. (A client that
+    writes the whole body first, like urllib, reads the 413 too: the server drains the body before closing,
+    see test_security.)"""
     import http.client
 
     conn = http.client.HTTPConnection("127.0.0.1", server.ports["http"], timeout=10)
