@@ -35,6 +35,17 @@ def test_tokens(text, token):
     assert token in tokens(text)
 
 
+def _reference_shape(value: str) -> bool:
+    # The module docstring's identifier rule for strings, written plainly.
+    return (0 < len(value) <= 256 and not re.search(r"\s", value) and bool(re.search(r"[A-Za-z0-9]", value))
+            and bool(re.search(r"[0-9@/:\-_.]", value)))
+
+
+@given(st.text(st.sampled_from(list("aZß0 9@/:-_.!\t\n\u2028\u00a0")) | st.characters(), max_size=20))
+def test_identifier_shape_follows_the_documented_rule(value):
+    assert is_identifier(value) is _reference_shape(value)
+
+
 def _reference_tokens(text: str) -> set[str]:
     # The module docstring's rule written plainly, every token kept (as tokens() did before it skipped words).
     folded = text.casefold()

@@ -17,8 +17,13 @@ def max_steps(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
                         f"{len(traj.steps)} steps, budget {spec.max_steps}")
 
 
+# One encoder for every call: json.dumps with options builds a new JSONEncoder each time, which cost
+# more than encoding a step's few arguments. Same output as json.dumps(args, sort_keys=True, default=str).
+_CANONICAL = json.JSONEncoder(sort_keys=True, default=str)
+
+
 def _call_key(step: Step) -> tuple[str, str]:
-    return step.tool, json.dumps(step.args, sort_keys=True, default=str)
+    return step.tool, _CANONICAL.encode(step.args)
 
 
 def repeat(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
