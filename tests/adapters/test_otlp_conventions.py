@@ -25,7 +25,7 @@ def sid(n: int) -> bytes:
 
 def span(n: int, parent: int | None, name: str, start: int, end: int | None = None, status: int = 0,
          message: str = "", events: tuple = (), trace: bytes = TRACE, **attrs: Any) -> SpanRecord:
-    return SpanRecord(
+    return SpanRecord.build(
         trace_id=trace, span_id=sid(n), parent_id=sid(parent) if parent else b"", name=name, kind=1,
         start_ns=S + start, end_ns=S + (end if end is not None else start + 10), status_code=status,
         status_message=message, attributes=tuple((k.replace("__", "."), v) for k, v in attrs.items()),
@@ -116,7 +116,7 @@ def test_openinference_bare_value_takes_the_requested_argument_name():
 
 def _dots(rec: SpanRecord) -> SpanRecord:
     from dataclasses import replace
-    return replace(rec, attributes=tuple((k.replace("__", "."), v) for k, v in rec.attributes))
+    return replace(rec, layout={k.replace("__", "."): i for k, i in rec.layout.items()})
 
 
 # --- results ---------------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ def spans(draw):
             for name in draw(st.lists(st.sampled_from(
                 ["gen_ai.choice", "gen_ai.user.message", "gen_ai.evaluation.result", "exception"]), max_size=2))
         )
-        out.append(SpanRecord(
+        out.append(SpanRecord.build(
             trace_id=b"\x01" * 16, span_id=i.to_bytes(8, "big"),
             parent_id=parent.to_bytes(8, "big") if parent else b"", name=draw(TEXTS), kind=1,
             start_ns=draw(st.integers(0, 100)), end_ns=draw(st.integers(0, 100)),

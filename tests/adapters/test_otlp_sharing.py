@@ -41,11 +41,32 @@ def test_shared_table_stays_bounded(monkeypatch, what, attrs_of):
     assert records[5].attributes == tuple(attrs_of(5))  # sharing or not, the record says what was sent
 
 
-def test_records_share_keys_names_and_vocabulary_pairs():
+def test_records_share_keys_names_layouts_and_vocabulary_values(monkeypatch):
+    monkeypatch.setattr(spans_module, "_layouts", {})
     attrs = lambda i: [("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.call.arguments", f'{{"n": {i}}}')]
     a, _ = records_from_request(_request(2, attrs))
     b, _ = records_from_request(_request(2, attrs))
     assert a[1].name is b[1].name
-    assert a[1].attributes[0] is b[1].attributes[0]  # the whole (key, vocabulary value) pair
-    assert a[1].attributes[1][0] is b[1].attributes[1][0]  # the key of a per-span value
-    assert a[1].attributes == b[1].attributes
+    assert a[1].layout is b[1].layout  # one key -> position dict for every record with these keys
+    assert a[1].values[0] is b[1].values[0]  # a vocabulary value
+    assert a[1].values[1] is not b[1].values[1] and a[1].values[1] == b[1].values[1]  # a per-span value
+    assert a[1].attributes == b[1].attributes == tuple(attrs(1))
+
+
+def test_layout_table_stays_bounded_and_shares_again_after_a_flood(monkeypatch):
+    # Attacker-chosen key sequences, each new: the table never passes its bound, and once the flood
+    # is over the common layout is shared again (the table starts afresh rather than stay full).
+    monkeypatch.setattr(spans_module, "_layouts", {})
+    monkeypatch.setattr(spans_module, "LAYOUTS_MAX", 50)
+    records, _ = records_from_request(_request(120, lambda i: [(f"gen_ai.k{i}", "v"), ("gen_ai.x", "w")]))
+    assert len(spans_module._layouts) <= 50
+    assert [r.attributes for r in records[48:52]] == [((f"gen_ai.k{i}", "v"), ("gen_ai.x", "w")) for i in range(48, 52)]
+    common, _ = records_from_request(_request(3, lambda i: [("gen_ai.tool.name", "t"), ("gen_ai.x", str(i))]))
+    assert common[0].layout is common[1].layout is common[2].layout
+
+
+def test_a_repeated_key_keeps_its_first_value():
+    (rec,), _ = records_from_request(_request(1, lambda i: [("gen_ai.tool.name", "a"), ("gen_ai.x", "1"),
+                                                            ("gen_ai.tool.name", "b")]))
+    assert rec.get("gen_ai.tool.name") == "a"
+    assert rec.attributes == (("gen_ai.tool.name", "a"), ("gen_ai.x", "1"))

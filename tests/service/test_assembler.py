@@ -26,9 +26,9 @@ class Clock:
 
 
 def span(trace: int, sid: int, parent: int | None = None, name: str = "s") -> SpanRecord:
-    return SpanRecord(trace_id=trace.to_bytes(16, "big"), span_id=sid.to_bytes(8, "big"),
-                      parent_id=b"" if parent is None else parent.to_bytes(8, "big"), name=name, kind=1,
-                      start_ns=sid, end_ns=sid + 1, status_code=0, status_message="", attributes=())
+    return SpanRecord.build(trace_id=trace.to_bytes(16, "big"), span_id=sid.to_bytes(8, "big"),
+                            parent_id=b"" if parent is None else parent.to_bytes(8, "big"), name=name, kind=1,
+                            start_ns=sid, end_ns=sid + 1, status_code=0, status_message="")
 
 
 class Rig:

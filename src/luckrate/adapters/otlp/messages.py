@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +53,7 @@ def _messages(rec: SpanRecord, key: str, oi_prefix: str, tl_prefix: str, events:
     if captured(raw):
         return _from_semconv(raw)
     for prefix in (oi_prefix, tl_prefix):
-        flat = unflatten(rec.attributes, prefix)
+        flat = unflatten(zip(rec.layout, rec.values), prefix)
         if flat:
             return [m for m in map(_from_flat, flat) if m is not None]
     found = [_from_event(e.name, e.attributes) for e in rec.events if e.name in events]
@@ -166,7 +167,7 @@ def _from_event(name: str, attributes: tuple[tuple[str, Any], ...]) -> Message:
     return _chat_message({**body, "role": body.get("role") or role})
 
 
-def unflatten(attributes: tuple[tuple[str, Any], ...], prefix: str) -> list[Any]:
+def unflatten(attributes: Iterable[tuple[str, Any]], prefix: str) -> list[Any]:
     """``prefix.<i>.a.b = v`` attributes as a list of nested dicts (indexes sorted, gaps skipped)."""
     root: dict[str, Any] = {}
     for key, value in attributes:

@@ -54,8 +54,8 @@ _KEEP_PREFIXES = (
     "mcp.",
 )
 _KEEP_KEYS = frozenset({"agent.name", "metadata", "session.id", "error.type"})
-# Keys whose string values are a small vocabulary (operation, tool, model, kind): their values, and the
-# (key, value) pairs, are shared between records like the keys themselves.
+# Keys whose string values are a small vocabulary (operation, tool, model, kind): their values are shared
+# between records like the keys themselves.
 _VOCABULARY_KEYS = frozenset({
     "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.type", "gen_ai.agent.name", "gen_ai.provider.name",
     "gen_ai.system", "gen_ai.request.model", "gen_ai.response.model", "openinference.span.kind", "tool.name",
@@ -67,10 +67,19 @@ Bounded because span data is attacker-influenced: once full, new ones are kept u
 SHARED_LENGTH = 128
 """Longest string shared."""
 _shared: dict[Any, Any] = {}
+LAYOUTS_MAX = 4096
+"""Distinct attribute layouts (key sequences) remembered for sharing. When full the table starts afresh
+(records keep the layouts they hold): attacker-chosen key sequences can cost sharing for a while, never
+memory beyond the bound, and never sharing for good."""
+LAYOUT_KEYS = 32
+"""Layouts of more keys are not shared (flattened message lists differ per span anyway)."""
+_layouts: dict[tuple[str, ...], "Layout"] = {}
 _KEEP_EVENT_PREFIXES = ("gen_ai.",)
 _KEEP_EVENTS = frozenset({"exception"})
 
 Attributes = tuple[tuple[str, Any], ...]
+Layout = dict[str, int]
+"""Attribute key -> its position in a record's ``values``; in the order sent, each key once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,13 +114,33 @@ class SpanRecord:
     status_code: int
     """OTLP ``Status.StatusCode``: 0 unset, 1 ok, 2 error."""
     status_message: str
-    attributes: Attributes
-    """Only the keys the adapter reads, in the order sent; values are str/int/float/bool/list/dict/None."""
+    layout: Layout
+    """The attribute keys kept (only those the adapter reads, the first of a repeated key), in the order
+    sent. One dict shared by every record with the same keys, so a record pays only for ``values``."""
+    values: tuple[Any, ...]
+    """The attribute values, by ``layout`` position: str/int/float/bool/list/dict/None."""
     events: tuple[SpanEvent, ...] = ()
+
+    @classmethod
+    def build(cls, *, attributes: Iterable[tuple[str, Any]] = (), **fields: Any) -> "SpanRecord":
+        """A record from ``(key, value)`` pairs (the first of a repeated key wins) and the other fields."""
+        layout: Layout = {}
+        values: list[Any] = []
+        for key, value in attributes:
+            if key not in layout:
+                layout[key] = len(values)
+                values.append(value)
+        return cls(layout=_shared_layout(layout), values=tuple(values), **fields)
 
     def get(self, key: str, default: Any = None) -> Any:
         """The attribute's value (the first one sent, if a key repeats)."""
-        return _lookup(self.attributes, key, default)
+        i = self.layout.get(key)
+        return default if i is None else self.values[i]
+
+    @property
+    def attributes(self) -> Attributes:
+        """``(key, value)`` pairs in the order sent."""
+        return tuple(zip(self.layout, self.values))
 
     @property
     def trace_hex(self) -> str:
@@ -128,6 +157,20 @@ class Rejected:
 
     reason: str
     count: int
+
+
+def _shared_layout(layout: Layout) -> Layout:
+    """The shared copy of a layout with these keys in this order (a new one is shared while room is left)."""
+    if len(layout) > LAYOUT_KEYS:
+        return layout
+    keys = tuple(layout)
+    found = _layouts.get(keys)
+    if found is not None:
+        return found
+    if len(_layouts) >= LAYOUTS_MAX:
+        _layouts.clear()
+    _layouts[keys] = layout
+    return layout
 
 
 def _lookup(attributes: Attributes, key: str, default: Any) -> Any:
@@ -252,6 +295,7 @@ def _reject_reason(span: Any) -> str | None:
 
 def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes]) -> SpanRecord:
     budget = _Budget(MAX_SPAN_TEXT)
+    layout, values = _attributes(span.attributes, keep_attribute, budget)
     parent = span.parent_span_id
     trace_id = span.trace_id
     return SpanRecord(
@@ -264,17 +308,18 @@ def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes]) -> SpanReco
         end_ns=int(span.end_time_unix_nano),
         status_code=int(span.status.code),
         status_message=budget.text(span.status.message, MAX_STATUS_MESSAGE),
-        attributes=_attributes(span.attributes, keep_attribute, budget),
+        layout=layout,
+        values=values,
         events=_events(span.events, budget),
     )
 
 
-def _share(value: Any) -> Any:
-    """The shared copy of a short string or vocabulary pair (one object for every record that holds it)."""
+def _share(value: str) -> str:
+    """The shared copy of a short string (one object for every record that holds it)."""
     found = _shared.get(value)
     if found is not None:
         return found
-    if len(_shared) < SHARED_MAX:  # callers pass only strings up to SHARED_LENGTH or pairs of them
+    if len(_shared) < SHARED_MAX:  # callers pass only strings up to SHARED_LENGTH
         _shared[value] = value
     return value
 
@@ -283,21 +328,26 @@ def _shared_text(text: str) -> str:
     return _share(text) if len(text) <= SHARED_LENGTH else text
 
 
-def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> Attributes:
+def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> tuple[Layout, tuple[Any, ...]]:
+    """``layout`` and ``values`` for a record: the kept attributes, the first of a repeated key."""
     # The hot loop of compaction: one pass; shared-table hits and strings within budget are handled
     # inline (a helper call per attribute cost as much as upb's own access, docs/benchmarks.md).
-    out: list[tuple[str, Any]] = []
+    layout: Layout = {}
+    values: list[Any] = []
     shared = _shared
     for kv in kvs:
         key = kv.key
         if not (key.startswith(_KEEP_PREFIXES) or key in _KEEP_KEYS or key == keep_attribute):
             continue
-        if len(out) >= MAX_ATTRIBUTES and key != keep_attribute:
+        if len(values) >= MAX_ATTRIBUTES and key != keep_attribute:
             continue
         key = shared.get(key) or _shared_text(key[:256])
+        if key in layout:
+            continue
+        layout[key] = len(values)
         value = kv.value
         if value.WhichOneof("value") != "string_value":
-            out.append((key, budget.value(value, 0)))
+            values.append(budget.value(value, 0))
             continue
         text = value.string_value
         if len(text) <= MAX_STRING and len(text) <= budget.left:
@@ -305,11 +355,9 @@ def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> A
         else:
             text = budget.text(text)
         if key in _VOCABULARY_KEYS and len(text) <= SHARED_LENGTH:
-            pair = (key, text)
-            out.append(shared.get(pair) or _share((key, _share(text))))
-        else:
-            out.append((key, text))
-    return tuple(out)
+            text = shared.get(text) or _share(text)
+        values.append(text)
+    return _shared_layout(layout), tuple(values)
 
 
 def _events(events: Iterable[Any], budget: "_Budget") -> tuple[SpanEvent, ...]:

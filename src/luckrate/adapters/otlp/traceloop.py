@@ -25,6 +25,6 @@ def classify(rec: SpanRecord) -> Role | None:
     if kind in ("workflow", "task"):
         name = rec.get("traceloop.workflow.name") if kind == "workflow" else None
         return ChainRole(name if isinstance(name, str) else None)
-    if any(k.startswith(("gen_ai.prompt.", "gen_ai.completion.")) for k, _ in rec.attributes):
+    if any(k.startswith(("gen_ai.prompt.", "gen_ai.completion.")) for k in rec.layout):
         return ModelRole()
     return None
