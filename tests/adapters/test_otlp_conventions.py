@@ -138,6 +138,11 @@ RESULTS = [
     ("handled error in the ToolMessage", json.dumps({"type": "tool", "data": {"content": "boom", "status": "error"}}),
      "boom", None, "boom"),
     ("structured value", {"k": [1, 2]}, '{"k": [1, 2]}', None, None),
+    # Results without the text "content" are not parsed (payloads.py): an escaped key must still unwrap.
+    ("escaped content key", OI_TOOL_MESSAGE.replace('"content"', '"\\u0063ontent"'), "shipped", "call_b2", None),
+    ("python repr ToolMessage", repr({"type": "tool", "data": {"content": "shipped", "tool_call_id": "c9"}}),
+     "shipped", "c9", None),
+    ("json without the word", '{"contents": 1}', '{"contents": 1}', None, None),
 ]
 
 

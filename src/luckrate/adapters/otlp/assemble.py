@@ -13,7 +13,7 @@ from luckrate.adapters.otlp.payloads import parse_args, result_text
 from luckrate.adapters.otlp.roles import AgentRole, ModelRole, Role, ToolRole, classify
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.adapters.otlp.tree import Tree
-from luckrate.core.step import Step, Trajectory, numbered
+from luckrate.core.step import Step, Trajectory
 
 ERROR = 2  # OTLP Status.StatusCode.STATUS_CODE_ERROR; OK (1) and UNSET (0) are both success
 
@@ -36,6 +36,9 @@ class _Assembly:
     def __init__(self, tree: Tree, where: str, rule: OutputRule):
         self.tree, self.where, self.rule = tree, where, rule
         self.roles: dict[bytes, Role | None] = {r.span_id: classify(r) for r in tree.spans}
+        self._by_kind: dict[type, list[SpanRecord]] = {}
+        for rec in tree.spans:  # each role's spans in tree order, listed once (several passes read them)
+            self._by_kind.setdefault(type(self.roles[rec.span_id]), []).append(rec)
         if not any(self.roles.values()):
             raise InvalidInput(
                 f"no GenAI, OpenInference or Traceloop agent, model or tool span among {len(tree.spans)} spans",
@@ -47,19 +50,21 @@ class _Assembly:
     def trajectory(self, run_id: str) -> Trajectory:
         calls, captured = self._tool_calls()
         models = [(r, output_messages(r) or [], self.agent_of(r)) for r in self._spans(ModelRole)]
-        steps = [self._step(c) for c in join(calls, requests_from(models), self._responses())]
-        steps.sort(key=lambda s: s[0])
+        joined = sorted(join(calls, requests_from(models), self._responses()), key=lambda c: c.key)
         return Trajectory(
             id=run_id,
-            steps=numbered([s for _, s in steps]),
+            steps=tuple(self._step(i, c) for i, c in enumerate(joined)),
             agent=self._root_agent(),
             input=self._input(),
             output_ok=output_ok(self.tree.spans, self.tree.depth, self.rule),
             content=captured or self._messages_captured(),
         )
 
-    def _spans(self, kind: type) -> list[SpanRecord]:
-        return [r for r in self.tree.spans if isinstance(self.roles[r.span_id], kind)]
+    def _spans(self, *kinds: type) -> list[SpanRecord]:
+        """The spans of these roles, in tree order."""
+        if len(kinds) == 1:
+            return self._by_kind.get(kinds[0], [])
+        return [r for r in self.tree.spans if type(self.roles[r.span_id]) in kinds]
 
     def agent_of(self, rec: SpanRecord) -> str | None:
         """The nearest enclosing agent with a name (tool spans often sit under a chain span)."""
@@ -101,9 +106,9 @@ class _Assembly:
             key=(rec.start_ns, rec.end_ns, rec.span_id, 0), agent=self.agent_of(rec), call_id=role.call_id,
         )
 
-    def _step(self, call: Call) -> tuple[tuple, Step]:
-        return call.key, Step(
-            index=0, tool=call.tool, args=call.args, result=call.result, error=call.error,
+    def _step(self, index: int, call: Call) -> Step:
+        return Step(
+            index=index, tool=call.tool, args=call.args, result=call.result, error=call.error,
             t=call.start_ns / 1e9, duration=max(0, call.end_ns - call.start_ns) / 1e9,
             agent=call.agent, call_id=call.call_id,
         )
@@ -136,7 +141,7 @@ class _Assembly:
     def _messages_captured(self) -> bool:
         return any(
             _has_text(input_messages(r)) or _has_text(output_messages(r))
-            for r in self._spans((ModelRole, AgentRole))
+            for r in self._spans(ModelRole, AgentRole)
         )
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from luckrate.adapters.otlp.messages import Message
-from luckrate.adapters.otlp.payloads import args_match, parse_args
+from luckrate.adapters.otlp.payloads import args_match, parse_args, result_text
 from luckrate.adapters.otlp.spans import SpanRecord
 
 
@@ -64,8 +64,6 @@ def requests_from(models: Sequence[tuple[SpanRecord, list[Message], str | None]]
 
 def join(calls: list[Call], requests: list[_Request], responses: dict[str, Any]) -> list[Call]:
     """Calls with ids and arguments completed from their requests, plus the unanswered requests."""
-    from luckrate.adapters.otlp.payloads import result_text
-
     index = _Index(requests)
     joined = [_join_one(c, index) for c in sorted(calls, key=lambda c: c.key)]
     for req in requests:
@@ -101,7 +99,7 @@ def _join_one(call: Call, index: _Index) -> Call:
     index.take(req)
     if req.captured and (not call.args_captured or (not call.parsed and req.parsed)):
         call = replace(call, args=req.args, parsed=req.parsed, args_captured=True)
-    return replace(call, call_id=call.call_id or req.call_id)
+    return call if call.call_id or not req.call_id else replace(call, call_id=req.call_id)
 
 
 def _find(call: Call, index: _Index) -> _Request | None:

@@ -181,7 +181,7 @@ def unflatten(attributes: Iterable[tuple[str, Any]], prefix: str) -> list[Any]:
                 child = node[part] = {}
             node = child
         node[leaf] = value
-    return _listed(root)
+    return _listed(root) if root else []
 
 
 def _listed(value: Any) -> list[Any]:

@@ -94,12 +94,22 @@ def result_text(raw: Any) -> tuple[str | None, bool]:
     """The result as text, and whether the tool reported an error inside it (ToolMessage status)."""
     if not captured(raw):
         return None, False
-    value = load_text(raw) if isinstance(raw, str) else raw
-    message = _tool_message(value)
+    message = _parsed_tool_message(raw)
     if message is None:
         return (raw.strip() if isinstance(raw, str) else _text(raw)), False
     content = _content_text(message.get("content"))
     return content, message.get("status") == "error"
+
+
+def _parsed_tool_message(raw: Any) -> dict[str, Any] | None:
+    """``_tool_message`` of a raw result, parsing text only when it could hold one."""
+    if isinstance(raw, str):
+        # Every ToolMessage form has a "content" key, and only an escape (\u0063, \x63) could spell it
+        # otherwise: skip parsing the rest (most results; parsing them was a tenth of adapting a trace).
+        if "content" not in raw and "\\" not in raw:
+            return None
+        raw = load_text(raw)
+    return _tool_message(raw)
 
 
 def _tool_message(value: Any) -> dict[str, Any] | None:
@@ -129,7 +139,7 @@ def tool_message_call_id(raw: Any) -> str | None:
     """The ``tool_call_id`` a serialized ToolMessage result carries (the only call id LangGraph records)."""
     if not isinstance(raw, (str, dict)):
         return None
-    message = _tool_message(load_text(raw) if isinstance(raw, str) else raw)
+    message = _parsed_tool_message(raw)
     call_id = message.get("tool_call_id") if message else None
     return call_id.strip() if isinstance(call_id, str) and call_id.strip() else None
 
