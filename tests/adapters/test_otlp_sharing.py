@@ -33,9 +33,11 @@ CASES = [
 @pytest.mark.parametrize(("what", "attrs_of"), CASES, ids=[c[0] for c in CASES])
 def test_shared_table_stays_bounded(monkeypatch, what, attrs_of):
     monkeypatch.setattr(spans_module, "_shared", {})
+    monkeypatch.setattr(spans_module, "_key_rules", {})
     records, _ = records_from_request(_request(3 * spans_module.SHARED_MAX // 4, attrs_of))
     records += records_from_request(_request(3 * spans_module.SHARED_MAX // 4, lambda i: attrs_of(i + 10**6)))[0]
     assert len(spans_module._shared) <= spans_module.SHARED_MAX
+    assert len(spans_module._key_rules) <= spans_module.SHARED_MAX
     shared_strings = [v for entry in spans_module._shared for v in (entry if isinstance(entry, tuple) else (entry,))]
     assert all(len(v) <= spans_module.SHARED_LENGTH for v in shared_strings)
     assert records[5].attributes == tuple(attrs_of(5))  # sharing or not, the record says what was sent

@@ -328,35 +328,65 @@ def _shared_text(text: str) -> str:
     return _share(text) if len(text) <= SHARED_LENGTH else text
 
 
+_DROP = (None, False)
+_key_rules: dict[str, tuple[str | None, bool]] = {}
+"""Attribute key as sent -> (its shared copy, or None when the adapter does not read it; whether its
+values are vocabulary). One probe instead of the prefix, key-set and sharing tests per attribute.
+Bounded like the shared table: once full, further keys are decided each time, not remembered."""
+
+
+def _key_rule(key: str) -> tuple[str | None, bool]:
+    rule = _key_rules.get(key)
+    if rule is not None:
+        return rule
+    if key.startswith(_KEEP_PREFIXES) or key in _KEEP_KEYS:
+        rule = (_shared_text(key[:256]), key in _VOCABULARY_KEYS)
+    else:
+        rule = _DROP
+    if len(_key_rules) < SHARED_MAX and len(key) <= SHARED_LENGTH:
+        _key_rules[key] = rule
+    return rule
+
+
 def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> tuple[Layout, tuple[Any, ...]]:
     """``layout`` and ``values`` for a record: the kept attributes, the first of a repeated key."""
-    # The hot loop of compaction: one pass; shared-table hits and strings within budget are handled
-    # inline (a helper call per attribute cost as much as upb's own access, docs/benchmarks.md).
+    # The hot loop of compaction: one pass, one probe per key (``_key_rules``), strings within budget and
+    # shared-table hits handled inline, the budget in a local (a helper call or attribute access per
+    # attribute cost as much as upb's own access, docs/benchmarks.md).
     layout: Layout = {}
     values: list[Any] = []
-    shared = _shared
+    shared, rules = _shared, _key_rules
+    left = budget.left
     for kv in kvs:
-        key = kv.key
-        if not (key.startswith(_KEEP_PREFIXES) or key in _KEEP_KEYS or key == keep_attribute):
+        raw = kv.key
+        key, vocabulary = rules.get(raw) or _key_rule(raw)
+        if key is None:
+            if raw != keep_attribute:
+                continue
+            key = _shared_text(raw[:256])
+        elif len(values) >= MAX_ATTRIBUTES and raw != keep_attribute:
             continue
-        if len(values) >= MAX_ATTRIBUTES and key != keep_attribute:
-            continue
-        key = shared.get(key) or _shared_text(key[:256])
         if key in layout:
             continue
         layout[key] = len(values)
         value = kv.value
         if value.WhichOneof("value") != "string_value":
+            budget.left = left
             values.append(budget.value(value, 0))
+            left = budget.left
             continue
         text = value.string_value
-        if len(text) <= MAX_STRING and len(text) <= budget.left:
-            budget.left -= len(text)
+        n = len(text)
+        if n <= MAX_STRING and n <= left:
+            left -= n
         else:
+            budget.left = left
             text = budget.text(text)
-        if key in _VOCABULARY_KEYS and len(text) <= SHARED_LENGTH:
+            left = budget.left
+        if vocabulary and len(text) <= SHARED_LENGTH:
             text = shared.get(text) or _share(text)
         values.append(text)
+    budget.left = left
     return _shared_layout(layout), tuple(values)
 
 
