@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 
 from luckrate.core.spec import Spec
@@ -31,8 +32,12 @@ def repeat(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
 
     Retrying after a failure is correct behaviour and never counts.
     """
+    # Only a tool called more than once can repeat: the others' arguments need no canonical key.
+    calls = Counter(step.tool for step in traj.steps)
     succeeded: dict[tuple[str, str], int] = {}
     for step in traj.steps:
+        if calls[step.tool] < 2:
+            continue
         key = _call_key(step)
         if key in succeeded:
             yield Violation("repeat", spec.severity("repeat"), step.index, step.tool,
