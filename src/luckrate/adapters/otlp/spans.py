@@ -328,6 +328,7 @@ def _shared_text(text: str) -> str:
     return _share(text) if len(text) <= SHARED_LENGTH else text
 
 
+_SCALARS = frozenset({"bool_value", "int_value", "double_value"})
 _DROP = (None, False)
 _key_rules: dict[str, tuple[str | None, bool]] = {}
 """Attribute key as sent -> (its shared copy, or None when the adapter does not read it; whether its
@@ -370,7 +371,11 @@ def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> t
             continue
         layout[key] = len(values)
         value = kv.value
-        if value.WhichOneof("value") != "string_value":
+        which = value.WhichOneof("value")
+        if which != "string_value":
+            if which in _SCALARS:
+                values.append(getattr(value, which))
+                continue
             budget.left = left
             values.append(budget.value(value, 0))
             left = budget.left
@@ -418,7 +423,7 @@ class _Budget:
         which = v.WhichOneof("value")
         if which == "string_value":
             return self.text(v.string_value)
-        if which in ("bool_value", "int_value", "double_value"):
+        if which in _SCALARS:
             return getattr(v, which)
         if which == "bytes_value":
             return self.text(bytes(v.bytes_value[: MAX_STRING // 2]).hex())
