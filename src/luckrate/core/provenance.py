@@ -74,22 +74,22 @@ def tokens(text: str) -> set[str]:
     Tokens of letters only are left out: three in five tokens of a typical result are words, and the
     index they cost was most of grading time (docs/benchmarks.md). Every step runs in C (filterfalse and
     map over str methods), none in a Python-level loop."""
-    folded = text.casefold()
-    if folded.isascii():
-        ascii_text = folded.encode("ascii")
-        cut = ascii_text.translate(_TOKEN_CUTS_ASCII).decode("ascii")
-        cut_parts = ascii_text.translate(_PART_CUTS_ASCII).decode("ascii")
-    else:
-        cut, cut_parts = folded.translate(_TOKEN_CUTS), folded.translate(_PART_CUTS)
-    toks = set(filterfalse(str.isalpha, cut.split()))
-    # Parts of every token at once: cutting the text at the part marks too yields exactly the parts of
-    # each token (a token without marks is its own part, already present). Stripping only removes
-    # characters, so a word-only token never gains a mark: filtering before stripping loses nothing.
-    parts = filterfalse(str.isalpha, cut_parts.split())
+    toks = set(filterfalse(str.isalpha, _cut(text.casefold(), _TOKEN_CUTS, _TOKEN_CUTS_ASCII).split()))
+    # Parts of every token at once: cutting the kept tokens at the part marks too yields exactly their
+    # parts (a word's only part is itself, and is left out anyway). Stripping only removes characters,
+    # so a word-only token never gains a mark: filtering before stripping loses nothing.
+    parts = filterfalse(str.isalpha, _cut(" ".join(toks), _PART_CUTS, _PART_CUTS_ASCII).split())
     out = toks.union(map(str.rstrip, toks, repeat(_TRAIL)), map(str.lstrip, toks, repeat(_TRAIL)),
                      map(str.rstrip, parts, repeat(_TRAIL)))
     out.discard("")
     return out
+
+
+def _cut(text: str, table: dict[int, str], ascii_table: bytes) -> str:
+    """``text`` with every cut character replaced by a space."""
+    if text.isascii():
+        return text.encode("ascii").translate(ascii_table).decode("ascii")
+    return text.translate(table)
 
 
 class SourceIndex:
