@@ -24,7 +24,7 @@ def _request(n_spans: int, attrs_of) -> ExportTraceServiceRequest:
 
 CASES = [
     # (what, attributes of span i)
-    ("distinct keys", lambda i: [(f"gen_ai.x{i}.{j}", "v") for j in range(4)]),
+    ("distinct keys", lambda i: [(f"gen_ai.prompt.{i}.x{j}", "v") for j in range(4)]),
     ("distinct vocabulary values", lambda i: [("gen_ai.tool.name", f"tool-{i}"), ("gen_ai.operation.name", f"op{i}")]),
     ("long vocabulary values", lambda i: [("gen_ai.tool.name", f"{i}-" + "x" * 500)]),
 ]
@@ -60,15 +60,15 @@ def test_layout_table_stays_bounded_and_shares_again_after_a_flood(monkeypatch):
     # is over the common layout is shared again (the table starts afresh rather than stay full).
     monkeypatch.setattr(spans_module, "_layouts", {})
     monkeypatch.setattr(spans_module, "LAYOUTS_MAX", 50)
-    records, _ = records_from_request(_request(120, lambda i: [(f"gen_ai.k{i}", "v"), ("gen_ai.x", "w")]))
+    records, _ = records_from_request(_request(120, lambda i: [(f"gen_ai.prompt.{i}.content", "v"), ("gen_ai.tool.call.id", "w")]))
     assert len(spans_module._layouts) <= 50
-    assert [r.attributes for r in records[48:52]] == [((f"gen_ai.k{i}", "v"), ("gen_ai.x", "w")) for i in range(48, 52)]
-    common, _ = records_from_request(_request(3, lambda i: [("gen_ai.tool.name", "t"), ("gen_ai.x", str(i))]))
+    assert [r.attributes for r in records[48:52]] == [((f"gen_ai.prompt.{i}.content", "v"), ("gen_ai.tool.call.id", "w")) for i in range(48, 52)]
+    common, _ = records_from_request(_request(3, lambda i: [("gen_ai.tool.name", "t"), ("gen_ai.tool.call.id", str(i))]))
     assert common[0].layout is common[1].layout is common[2].layout
 
 
 def test_a_repeated_key_keeps_its_first_value():
-    (rec,), _ = records_from_request(_request(1, lambda i: [("gen_ai.tool.name", "a"), ("gen_ai.x", "1"),
+    (rec,), _ = records_from_request(_request(1, lambda i: [("gen_ai.tool.name", "a"), ("gen_ai.tool.call.id", "1"),
                                                             ("gen_ai.tool.name", "b")]))
     assert rec.get("gen_ai.tool.name") == "a"
-    assert rec.attributes == (("gen_ai.tool.name", "a"), ("gen_ai.x", "1"))
+    assert rec.attributes == (("gen_ai.tool.name", "a"), ("gen_ai.tool.call.id", "1"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -127,9 +128,9 @@ def test_undecodable_protobuf_raises_invalid_input():
 
 def test_strings_lists_and_counts_are_bounded():
     huge = "x" * (spans_mod.MAX_STRING * 3)
-    attrs = [{"key": f"gen_ai.k{i}", "value": {"stringValue": huge}} for i in range(12)]
-    attrs += [{"key": f"tool.k{i}", "value": {"intValue": i}} for i in range(spans_mod.MAX_ATTRIBUTES + 50)]
-    attrs.append({"key": "gen_ai.list", "value": {"arrayValue": {"values": [{"intValue": 1}] * 1000}}})
+    attrs = [{"key": f"gen_ai.prompt.{i}.content", "value": {"stringValue": huge}} for i in range(12)]
+    attrs += [{"key": f"gen_ai.completion.{i}.index", "value": {"intValue": i}} for i in range(spans_mod.MAX_ATTRIBUTES + 50)]
+    attrs.append({"key": "gen_ai.prompt.list", "value": {"arrayValue": {"values": [{"intValue": 1}] * 1000}}})
     attrs.append({"key": "luckrate.output_ok", "value": {"boolValue": True}})
     events = [{"name": "exception", "attributes": [{"key": f"k{i}", "value": {"intValue": i}} for i in range(100)]}]
     req = request_from_json(otlp_json(span(attributes=attrs, events=events * 200)))
@@ -147,8 +148,8 @@ def test_deep_nesting_is_cut():
     value: dict = {"stringValue": "leaf"}
     for _ in range(30):
         value = {"arrayValue": {"values": [value]}}
-    req = request_from_json(otlp_json(span(attributes=[{"key": "gen_ai.deep", "value": value}])))
-    v = records_from_request(req)[0][0].get("gen_ai.deep")
+    req = request_from_json(otlp_json(span(attributes=[{"key": "gen_ai.prompt.deep", "value": value}])))
+    v = records_from_request(req)[0][0].get("gen_ai.prompt.deep")
     depth = 0
     while isinstance(v, list):
         v, depth = v[0], depth + 1
@@ -158,3 +159,23 @@ def test_deep_nesting_is_cut():
 def test_empty_request_is_fine():
     assert records_from_request(ExportTraceServiceRequest()) == ([], [])
     assert records_from_request(request_from_json(b"{}")) == ([], [])
+
+
+def test_only_attributes_the_adapter_reads_are_kept():
+    attrs = [{"key": k, "value": {"stringValue": "v"}} for k in (
+        "gen_ai.tool.name", "gen_ai.usage.input_tokens", "gen_ai.provider.name", "server.address",
+        "llm.input_messages.0.message.role", "session.id")]
+    (r,), _ = records_from_request(request_from_json(otlp_json(span(attributes=attrs))))
+    assert [k for k, _ in r.attributes] == ["gen_ai.tool.name", "llm.input_messages.0.message.role"]
+
+
+def test_every_key_the_convention_readers_ask_for_is_kept():
+    # Compaction keeps an explicit list of keys; a reader asking for one that is not on it would see None
+    # on every live span (and pass its unit tests, which build records by hand). Read the readers' source.
+    import pathlib
+
+    otlp = pathlib.Path(spans_mod.__file__).parent
+    asked = {k for path in otlp.glob("*.py") for k in re.findall(r'rec\.get\("([^"]+)"', path.read_text())}
+    asked |= {"gen_ai.input.messages", "gen_ai.output.messages"}  # messages.py passes these as variables
+    assert len(asked) > 20
+    assert sorted(k for k in asked if spans_mod._key_rule(k)[0] is None) == []

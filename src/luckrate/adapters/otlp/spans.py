@@ -40,25 +40,26 @@ MAX_STATUS_MESSAGE = 4 * 1024
 REJECT_REASONS = ("bad_trace_id", "bad_span_id", "bad_parent_id")
 """The closed set of reasons a span is not kept (safe as a metric attribute)."""
 
-_KEEP_PREFIXES = (
-    "gen_ai.",
-    "openinference.",
-    "tool.",
-    "tool_call.",
-    "input.",
-    "output.",
-    "llm.input_messages.",
-    "llm.output_messages.",
-    "graph.node.",
-    "traceloop.",
-    "mcp.",
-)
-_KEEP_KEYS = frozenset({"agent.name", "metadata", "session.id", "error.type"})
-# Keys whose string values are a small vocabulary (operation, tool, model, kind): their values are shared
+# Only the attributes the adapter reads are kept (tests/adapters/test_otlp_spans.py checks every key the
+# convention readers ask for is here): anything else costs compaction time and buffer memory for nothing.
+_KEEP_KEYS = frozenset({
+    # OTel GenAI (genai.py, messages.py)
+    "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
+    "gen_ai.tool.call.id", "gen_ai.agent.name", "gen_ai.workflow.name", "gen_ai.input.messages",
+    "gen_ai.output.messages", "mcp.method.name", "error.type",
+    # OpenInference (openinference.py)
+    "openinference.span.kind", "tool.name", "tool.id", "tool_call.id", "tool_call.function.arguments",
+    "input.value", "output.value", "agent.name",
+    # Traceloop (traceloop.py)
+    "traceloop.span.kind", "traceloop.entity.name", "traceloop.entity.input", "traceloop.entity.output",
+    "traceloop.workflow.name",
+})
+_KEEP_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.")
+"""Flattened message lists (OpenInference, Traceloop <= 0.54), read whole by ``messages.unflatten``."""
+# Keys whose string values are a small vocabulary (operation, tool, agent, kind): their values are shared
 # between records like the keys themselves.
 _VOCABULARY_KEYS = frozenset({
-    "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.type", "gen_ai.agent.name", "gen_ai.provider.name",
-    "gen_ai.system", "gen_ai.request.model", "gen_ai.response.model", "openinference.span.kind", "tool.name",
+    "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.agent.name", "openinference.span.kind", "tool.name",
     "traceloop.span.kind", "traceloop.entity.name", "mcp.method.name",
 })
 SHARED_MAX = 8192
@@ -340,7 +341,7 @@ def _key_rule(key: str) -> tuple[str | None, bool]:
     rule = _key_rules.get(key)
     if rule is not None:
         return rule
-    if key.startswith(_KEEP_PREFIXES) or key in _KEEP_KEYS:
+    if key in _KEEP_KEYS or key.startswith(_KEEP_PREFIXES):
         rule = (_shared_text(key[:256]), key in _VOCABULARY_KEYS)
     else:
         rule = _DROP
