@@ -295,23 +295,36 @@ def _reject_reason(span: Any) -> str | None:
 
 
 def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes]) -> SpanRecord:
+    # The budget is spent in field order: name, status message, attributes, events. Common cases (a
+    # shared name, no status message, no events) skip the helper calls.
     budget = _Budget(MAX_SPAN_TEXT)
+    name = span.name
+    shared_name = _shared.get(name)
+    if shared_name is not None:
+        budget.left -= len(shared_name)
+        name = shared_name
+    else:
+        name = _shared_text(budget.text(name, 1024))
+    status = span.status
+    message = status.message
+    message = budget.text(message, MAX_STATUS_MESSAGE) if message else ""
     layout, values = _attributes(span.attributes, keep_attribute, budget)
+    events = span.events
     parent = span.parent_span_id
     trace_id = span.trace_id
     return SpanRecord(
         trace_id=ids.setdefault(trace_id, trace_id),
         span_id=span.span_id,
         parent_id=ids.setdefault(parent, parent) if any(parent) else b"",
-        name=_shared_text(budget.text(span.name, 1024)),
+        name=name,
         kind=int(span.kind),
         start_ns=int(span.start_time_unix_nano),
         end_ns=int(span.end_time_unix_nano),
-        status_code=int(span.status.code),
-        status_message=budget.text(span.status.message, MAX_STATUS_MESSAGE),
+        status_code=int(status.code),
+        status_message=message,
         layout=layout,
         values=values,
-        events=_events(span.events, budget),
+        events=_events(events, budget) if events else (),
     )
 
 
