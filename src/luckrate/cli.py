@@ -88,21 +88,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(p)
     p.set_defaults(func=cmd_convert)
 
-    _add_lazy(sub, "serve", "luckrate.service.app", "receive OTLP traces, grade them, export metrics")
-    _add_lazy(sub, "demo", "luckrate.demo", "send demo agent traces to an OTLP endpoint")
+    _add_module(sub, "serve", "luckrate.service.app", "receive OTLP traces, grade them, export metrics")
+    _add_module(sub, "demo", "luckrate.demo", "send demo agent traces to an OTLP endpoint")
     return parser
 
 
-def _add_lazy(sub, name: str, module: str, help: str) -> None:
+def _add_module(sub, name: str, module: str, help: str) -> None:
     """A subcommand whose module defines ``add_arguments(parser)`` and ``run(args) -> int``."""
     from importlib import import_module
 
-    try:
-        mod = import_module(module)
-    except ModuleNotFoundError as e:
-        if e.name != module:
-            raise
-        return  # not built yet
+    mod = import_module(module)
     p = sub.add_parser(name, help=help)
     mod.add_arguments(p)
     p.set_defaults(func=mod.run)
