@@ -77,6 +77,7 @@ INSTRUMENTS: tuple[Instrument, ...] = (
     Instrument("luckrate.verdict.delay", "histogram", "s", "Time from a trace's first received span to its verdict"),
 )
 BY_NAME = {i.name: i for i in INSTRUMENTS}
+_KEYS = {i.name: frozenset(i.attributes) for i in INSTRUMENTS}
 
 COMPLETION_REASONS = ("root_ended", "idle", "max_age", "max_spans", "shutdown")
 UNGRADED_REASONS = ("no_spec", "invalid")
@@ -156,7 +157,7 @@ class Telemetry:
     def add(self, name: str, value: float = 1, **attributes: str) -> None:
         """Record on a declared instrument; attribute keys must be the declared ones."""
         inst = BY_NAME[name]
-        if set(attributes) != set(inst.attributes):
+        if attributes.keys() != _KEYS[name]:  # a keys view compares with a set without building one
             raise ValueError(f"{name} takes attributes {inst.attributes}, got {tuple(attributes)}")
         instrument = self._i[name]
         if inst.kind == "histogram":
