@@ -40,7 +40,7 @@ MAX_ID_LENGTH = 256
 # No whitespace, a letter or digit, and a mark: one match instead of three searches.
 _IDENTIFIER = re.compile(r"(?=\S*?[A-Za-z0-9])(?=\S*?[0-9@/:\-_.])\S+")
 # Token and part cuts as str.translate tables followed by str.split(): both run in C, where a regex
-# findall stepped through every character (tokens() was most of grading time; docs/benchmarks.md).
+# findall stepped through every character (tokens() was most of grading time; the README's Benchmarks section).
 # str.split() and the regex \s agree on what is whitespace (both use Py_UNICODE_ISSPACE).
 _TOKEN_CHARS = "\"'`,;()[]{}<>|\\"
 _PART_CHARS = _TOKEN_CHARS + ":/=?&#"
@@ -72,7 +72,7 @@ def tokens(text: str) -> set[str]:
     """Every token an identifier may be matched against, case-folded (see the module docstring).
 
     Tokens of letters only are left out: three in five tokens of a typical result are words, and the
-    index they cost was most of grading time (docs/benchmarks.md). Every step runs in C (filterfalse and
+    index they cost was most of grading time (the README's Benchmarks section). Every step runs in C (filterfalse and
     map over str methods), none in a Python-level loop."""
     toks = set(filterfalse(str.isalpha, _cut(text.casefold(), _TOKEN_CUTS, _TOKEN_CUTS_ASCII).split()))
     # Parts of every token at once: cutting the kept tokens at the part marks too yields exactly their
@@ -132,7 +132,7 @@ def walk(value: Any, path: str = "") -> list[tuple[str, Any]]:
 
 def _walk(value: Any, path: str, out: list[tuple[str, Any]]) -> None:
     # Appends instead of yielding, and leaves are appended without a call: a generator per level and a
-    # call per leaf cost more than the leaves themselves (docs/benchmarks.md).
+    # call per leaf cost more than the leaves themselves (the README's Benchmarks section).
     if isinstance(value, dict):
         for key, inner in value.items():
             where = f"{path}.{key}" if path else str(key)

@@ -112,7 +112,7 @@ class Assembler:
         self._buckets: dict[int, set[bytes]] = {}
         self._heap: list[int] = []
         # Counts gathered during one add/expire/drain and recorded once at its end: a metric update costs
-        # several µs in the OTel SDK, and one per trace was a tenth of the server's time (docs/benchmarks.md).
+        # several µs in the OTel SDK, and one per trace was a tenth of the server's time (the README's Benchmarks section).
         self._opened = 0
         self._completed: dict[str, int] = {}
         self._assembled = 0

@@ -51,7 +51,7 @@ class Intake:
 
     def accept(self, request: ExportTraceServiceRequest, transport: str) -> Outcome:
         # Reserve buffer space before compacting: a saturated server otherwise spent most of its CPU
-        # compacting retried requests only to throw the records away (docs/benchmarks.md).
+        # compacting retried requests only to throw the records away (the README's Benchmarks section).
         usable, rejected = usable_spans(request)
         bad = sum(r.count for r in rejected)
         self._count("luckrate.spans.received", usable + bad, transport=transport)

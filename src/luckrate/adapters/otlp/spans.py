@@ -367,7 +367,7 @@ def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> t
     """``layout`` and ``values`` for a record: the kept attributes, the first of a repeated key."""
     # The hot loop of compaction: one pass, one probe per key (``_key_rules``), strings within budget and
     # shared-table hits handled inline, the budget in a local (a helper call or attribute access per
-    # attribute cost as much as upb's own access, docs/benchmarks.md).
+    # attribute cost as much as upb's own access, the README's Benchmarks section).
     layout: Layout = {}
     values: list[Any] = []
     shared, rules = _shared, _key_rules
