@@ -16,7 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from luckrate.service.receiver_http import REFUSERS
 from tests.reliability.harness import fresh_request, healthy, identity, report, settled, span_count
 from tests.reliability.load import EXPORT, generate
-from tests.service.harness import SPEC, MetricsSink, Server, post, total, wait_until
+from tests.service.harness import SPEC, MetricsSink, Server, closed_by_server, post, total, wait_until
 
 PROTOBUF = "application/x-protobuf"
 
@@ -76,19 +76,6 @@ def _slow_connection(server, i: int) -> socket.socket:
     return sock
 
 
-def _closed_by_server(sock: socket.socket) -> bool:
-    """True once the server hung up on ``sock`` (EOF or reset); whatever it sent first is ignored."""
-    sock.setblocking(False)
-    try:
-        while sock.recv(65536):
-            pass
-        return True
-    except BlockingIOError:
-        return False
-    except ConnectionResetError:
-        return True
-
-
 def _threads(pid: int) -> int:
     with open(f"/proc/{pid}/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
@@ -107,7 +94,7 @@ def test_slow_clients_cannot_exhaust_the_server():
             for _ in range(3):
                 healthy(server)
                 sent += _export_ok(server, rng)
-            wait_until(lambda: all(_closed_by_server(sock) for sock in held),
+            wait_until(lambda: all(closed_by_server(sock) for sock in held),
                        "the server to time out every slow connection")
             healthy(server)
             s = settled(server)
@@ -163,7 +150,7 @@ def test_the_connection_cap_holds():
             refused = total(server.scrape(), "luckrate_requests_refused_total", transport="http",
                             reason="connection_limit")
             assert refused == OVER + len(tries)
-            wait_until(lambda: all(_closed_by_server(sock) for sock in held), "idle connections to close")
+            wait_until(lambda: all(closed_by_server(sock) for sock in held), "idle connections to close")
             status, _, _ = post(server.http + "/v1/traces", fresh_request(rng).SerializeToString(), PROTOBUF)
             assert status == 200
             s = settled(server)

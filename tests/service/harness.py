@@ -83,6 +83,19 @@ def wait_until(predicate: Callable[[], object], what: str, timeout: float = DEAD
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
+def closed_by_server(sock) -> bool:
+    """True once the server has hung up on ``sock`` (EOF or reset); whatever it sent first is ignored."""
+    sock.setblocking(False)
+    try:
+        while sock.recv(65536):
+            pass
+        return True
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
 def parse_metrics(text: str) -> dict[tuple[str, tuple], float]:
     out = {}
     for family in text_string_to_metric_families(text):

@@ -18,7 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceS
 from luckrate.core.spec import load_specs
 from luckrate.service.app import build
 from luckrate.service.config import Endpoint, ServiceConfig
-from tests.service.harness import SPEC, otlp_json, parse_metrics, post, record_runs, request_of, total, wait_until
+from tests.service.harness import SPEC, closed_by_server, otlp_json, parse_metrics, post, record_runs, request_of, total, wait_until
 from tests.service.test_e2e import runs
 
 PROTO = "application/x-protobuf"
@@ -239,19 +239,6 @@ def test_output_rule_flags_reach_the_adapter(case, over, events, output):
 
 # ---- slow and greedy HTTP clients ------------------------------------------------------------------
 
-def _closed_by_server(sock) -> bool:
-    """True once the server has hung up on ``sock`` (EOF or reset); whatever it sent first is ignored."""
-    sock.setblocking(False)
-    try:
-        while sock.recv(65536):
-            pass
-        return True
-    except BlockingIOError:
-        return False
-    except ConnectionResetError:
-        return True
-
-
 def test_http_413_reaches_a_client_that_writes_the_whole_body_first(service):
     """Regression: the 413 was sent and the connection closed with the body unread, so urllib (which
     writes the whole body before reading) got a broken pipe instead. 16 MiB is past every socket buffer."""
@@ -278,7 +265,7 @@ def test_http_trickling_client_is_cut_off_at_the_request_deadline(service, spans
                 sock.send(b"x")
             except OSError:  # broken pipe or reset: the server has hung up
                 return True
-            return _closed_by_server(sock)
+            return closed_by_server(sock)
 
         wait_until(trickle, "the server to close a trickling request")
     assert refused(service, "http", "request_timeout") == 1
@@ -297,7 +284,7 @@ def test_http_idle_connections_are_closed_uncounted(service):
     assert conn.getresponse().read() == b"ok\n"  # keep-alive: the connection stays open
     silent = socket.create_connection(("127.0.0.1", service.receivers[1].port), timeout=5)
     with silent:
-        wait_until(lambda: _closed_by_server(conn.sock) and _closed_by_server(silent), "idle connections closed")
+        wait_until(lambda: closed_by_server(conn.sock) and closed_by_server(silent), "idle connections closed")
     conn.close()
     assert refused(service, "http", "request_timeout") == 0
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -254,14 +254,11 @@ def records_from_request(
     records: list[SpanRecord] = []
     rejected: dict[str, int] = {}
     ids: dict[bytes, bytes] = {}  # one bytes object per distinct id of the request (trace ids, parents)
-    for rs in req.resource_spans:
-        for ss in rs.scope_spans:
-            for span in ss.spans:
-                reason = _reject_reason(span)
-                if reason:
-                    rejected[reason] = rejected.get(reason, 0) + 1
-                else:
-                    records.append(_record(span, keep_attribute, ids))
+    for span, reason in _judged(req):
+        if reason:
+            rejected[reason] = rejected.get(reason, 0) + 1
+        else:
+            records.append(_record(span, keep_attribute, ids))
     return records, [Rejected(r, n) for r, n in rejected.items()]
 
 
@@ -271,15 +268,20 @@ def usable_spans(req: ExportTraceServiceRequest) -> tuple[int, list[Rejected]]:
     Cheap next to compacting (a receiver with a full buffer refuses the request without building records)."""
     usable = 0
     rejected: dict[str, int] = {}
+    for _, reason in _judged(req):
+        if reason:
+            rejected[reason] = rejected.get(reason, 0) + 1
+        else:
+            usable += 1
+    return usable, [Rejected(r, n) for r, n in rejected.items()]
+
+
+def _judged(req: ExportTraceServiceRequest) -> Iterator[tuple[Any, str | None]]:
+    """Every span of the request with its rejection reason (None when usable)."""
     for rs in req.resource_spans:
         for ss in rs.scope_spans:
             for span in ss.spans:
-                reason = _reject_reason(span)
-                if reason:
-                    rejected[reason] = rejected.get(reason, 0) + 1
-                else:
-                    usable += 1
-    return usable, [Rejected(r, n) for r, n in rejected.items()]
+                yield span, _reject_reason(span)
 
 
 def _reject_reason(span: Any) -> str | None:
