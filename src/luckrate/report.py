@@ -9,9 +9,6 @@ from luckrate.core.gate import GateResult
 from luckrate.core.grade import RunGrade
 from luckrate.core.metric import LuckRate
 
-_OUTPUT = {True: "pass", False: "fail", None: "unknown"}
-
-
 def as_json(grades: Sequence[RunGrade], luck: LuckRate, result: GateResult) -> str:
     return json.dumps({"runs": [g.to_dict() for g in grades], "luck": luck.to_dict(), "gate": result.to_dict()},
                       ensure_ascii=False)
@@ -21,7 +18,7 @@ def as_text(grades: Sequence[RunGrade], luck: LuckRate, result: GateResult) -> s
     lines = []
     for g in grades:
         path = "ok" if g.path_ok else "BAD"
-        lines.append(f"{g.id}  case={g.case}  output={_OUTPUT[g.output_ok]}  path={path}")
+        lines.append(f"{g.id}  case={g.case}  output={g.output}  path={path}")
         for v in g.violations:
             step = f"step {v.step}" if v.step is not None else "run"
             tool = f" {v.tool}" if v.tool else ""

@@ -30,6 +30,11 @@ class RunGrade:
         return not self.violations
 
     @property
+    def output(self) -> str:
+        """The output verdict as a word: ``pass``, ``fail`` or ``unknown`` (not judged)."""
+        return {True: "pass", False: "fail", None: "unknown"}[self.output_ok]
+
+    @property
     def lucky(self) -> bool:
         return self.output_ok is True and not self.path_ok
 

@@ -133,8 +133,7 @@ def build(cfg: ServiceConfig, specs) -> Service:
                       threshold=cfg.output_threshold)
     worker = Worker(specs, lambda spans: trajectory_from_spans(spans, rule), telemetry, release=budget.release,
                     verdict_log=VerdictLog(cfg.verdict_log) if cfg.verdict_log else None)
-    limits = Limits(cfg.root_grace, cfg.idle_timeout, cfg.max_trace_age, cfg.max_spans_per_trace, cfg.late_memory,
-                    bucket=min(0.05, cfg.root_grace / 4))
+    limits = Limits.from_config(cfg)
     loop = AssemblerLoop(Assembler(worker.submit, limits=limits, count=telemetry.add, release=budget.release),
                          tick=limits.bucket)
     intake = Intake(loop.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from luckrate.adapters.otlp import SpanRecord
+from luckrate.service.config import ServiceConfig
 
 log = logging.getLogger(__name__)
 
@@ -32,19 +33,25 @@ def _no_count(name: str, value: float = 1, **attributes: str) -> None:
 
 @dataclass(frozen=True)
 class Limits:
-    """When a trace counts as complete."""
+    """When a trace counts as complete. Defaults are the service's, declared once in ServiceConfig."""
 
-    root_grace: float = 2.0
+    root_grace: float = ServiceConfig.root_grace
     """Seconds without a new span after the root span arrived (spans are exported once ended)."""
-    idle_timeout: float = 30.0
+    idle_timeout: float = ServiceConfig.idle_timeout
     """Seconds without a new span, root or not."""
-    max_trace_age: float = 300.0
+    max_trace_age: float = ServiceConfig.max_trace_age
     """Seconds since the first span, whatever still arrives."""
-    max_spans_per_trace: int = 10_000
-    late_memory: int = 100_000
+    max_spans_per_trace: int = ServiceConfig.max_spans_per_trace
+    late_memory: int = ServiceConfig.late_memory
     """Completed trace ids remembered, so their stragglers count as late rather than start a new trace."""
     bucket: float = 0.05
     """Expiry granularity in seconds; a trace completes at most this long after it is due."""
+
+    @classmethod
+    def from_config(cls, cfg: ServiceConfig) -> Limits:
+        # A bucket of at most a quarter of root_grace, so a short grace is not stretched by the expiry tick.
+        return cls(cfg.root_grace, cfg.idle_timeout, cfg.max_trace_age, cfg.max_spans_per_trace, cfg.late_memory,
+                   bucket=min(cls.bucket, cfg.root_grace / 4))
 
 
 @dataclass(frozen=True)

@@ -168,8 +168,7 @@ class Telemetry:
     def run(self, grade: RunGrade, spec: Spec, spec_label: str) -> None:
         """Count one graded run, its violations and taint findings."""
         agent = self.labels.agent(grade.agent)
-        output = {True: "pass", False: "fail", None: "unknown"}[grade.output_ok]
-        self.add("luckrate.runs", agent=agent, spec=spec_label, output=output, path="ok" if grade.path_ok else "bad")
+        self.add("luckrate.runs", agent=agent, spec=spec_label, output=grade.output, path="ok" if grade.path_ok else "bad")
         for v in grade.violations:
             tool = self.labels.tool(v.tool, spec)
             self.add("luckrate.violations", agent=agent, check=v.check, severity=str(v.severity), tool=tool)

@@ -44,7 +44,7 @@ class VerdictLog:
             "trace_id": g.id,
             "agent": _bounded(g.agent),
             "spec": spec_label,
-            "output": {True: "pass", False: "fail", None: "unknown"}[g.output_ok],
+            "output": g.output,
             "violations": [{k: _bounded(v) for k, v in viol.to_dict().items()}
                            for viol in g.violations[:MAX_ECHO_VIOLATIONS]],
         }
