@@ -16,7 +16,8 @@ from luckrate.adapters import InvalidInput
 from luckrate.adapters.formats import FORMATS, reader
 from luckrate.adapters.trajectory import trajectory_to_dict
 from luckrate.core.gate import gate
-from luckrate.core.grade import RunGrade, grade
+from luckrate.core.checks.grounding import explain
+from luckrate.core.grade import RunGrade, grade, traced
 from luckrate.core.metric import LuckRate
 from luckrate.core.spec import InvalidSpec, Spec, load_specs, spec_for
 from luckrate.core.step import Trajectory
@@ -56,10 +57,21 @@ def _grade_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[RunGrade]
 
 def cmd_grade(args: argparse.Namespace) -> int:
     specs = load_specs(args.spec)
-    grades = _grade_all(_read_all(args.files, args.format), specs)
+    runs = _read_all(args.files, args.format)
+    grades = _grade_all(runs, specs)
     luck, result = LuckRate.of(grades), gate(grades)
-    print(as_json(grades, luck, result) if args.json else as_text(grades, luck, result))
+    explained = _explain_all(runs, specs) if args.explain else None
+    print(as_json(grades, luck, result, explained) if args.json else as_text(grades, luck, result, explained))
     return EXIT_GATE_FAILED if result.failed else EXIT_OK
+
+
+def _explain_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[list[dict]]:
+    """Per run, every traced argument with its sources and the reason for its verdict (``--explain``)."""
+    out = []
+    for traj in runs:
+        spec = spec_for(specs, traj.agent)
+        out.append(explain(traced(traj, spec), spec) if traj.content else [])
+    return out
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -81,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("grade", help="grade runs; exit 1 when the gate fails")
     p.add_argument("--spec", required=True, help="spec file: Python (SPEC / SPECS) or JSON")
     p.add_argument("--json", action="store_true", help="print the JSON report")
+    p.add_argument("--explain", action="store_true",
+                   help="show every traced argument: the forms looked up, where it was found, and why it is or is "
+                        "not ungrounded or taint (a \"provenance\" list per run in --json)")
     _add_format(p)
     p.set_defaults(func=cmd_grade)
 

@@ -9,14 +9,20 @@ from luckrate.core.gate import GateResult
 from luckrate.core.grade import RunGrade
 from luckrate.core.metric import LuckRate
 
-def as_json(grades: Sequence[RunGrade], luck: LuckRate, result: GateResult) -> str:
-    return json.dumps({"runs": [g.to_dict() for g in grades], "luck": luck.to_dict(), "gate": result.to_dict()},
-                      ensure_ascii=False)
+def as_json(grades: Sequence[RunGrade], luck: LuckRate, result: GateResult,
+            explained: Sequence[list[dict]] | None = None) -> str:
+    """The JSON report; with ``explained`` (``--explain``) each run also carries its ``provenance`` list."""
+    runs = [g.to_dict() for g in grades]
+    if explained is not None:
+        for run, traced in zip(runs, explained):
+            run["provenance"] = traced
+    return json.dumps({"runs": runs, "luck": luck.to_dict(), "gate": result.to_dict()}, ensure_ascii=False)
 
 
-def as_text(grades: Sequence[RunGrade], luck: LuckRate, result: GateResult) -> str:
+def as_text(grades: Sequence[RunGrade], luck: LuckRate, result: GateResult,
+            explained: Sequence[list[dict]] | None = None) -> str:
     lines = []
-    for g in grades:
+    for i, g in enumerate(grades):
         path = "ok" if g.path_ok else "BAD"
         lines.append(f"{g.id}  case={g.case}  output={g.output}  path={path}")
         for v in g.violations:
@@ -25,8 +31,19 @@ def as_text(grades: Sequence[RunGrade], luck: LuckRate, result: GateResult) -> s
             lines.append(f"    {v.severity.value:<4}  {v.check:<12}  {step}{tool}: {v.detail}")
         if g.skipped:
             lines.append(f"    skipped: {', '.join(g.skipped)}")
+        for entry in explained[i] if explained is not None else ():
+            lines.append(_explained(entry))
     lines.append("")
     lines.append(str(luck))
     lines.append("Gate: FAILED" if result.failed else "Gate: passed")
     lines.extend(f"  - {reason}" for reason in result.reasons)
     return "\n".join(lines)
+
+
+def _explained(entry: dict) -> str:
+    verdict = "taint" if entry["taint"] else "ungrounded" if entry["ungrounded"] else "ok"
+    forms = ", ".join(entry["looked_up"][1:])
+    looked = f" (also looked up as {forms})" if forms else ""
+    found = ", ".join(entry["sources"]) or "nowhere"
+    return (f"    traced  step {entry['step']} {entry['tool']} {entry['path']}={entry['value']!r}{looked}: "
+            f"{verdict}; found in {found}; {entry['reason']}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from luckrate.core.checks import CHECKS, NEEDS_CLOCK, NEEDS_CONTENT, NEEDS_INPUT, PROVENANCE_CHECKS
-from luckrate.core.provenance import trace
+from luckrate.core.provenance import Provenance, trace
 from luckrate.core.spec import Spec
 from luckrate.core.step import Trajectory
 from luckrate.core.violation import Severity, Violation
@@ -56,6 +56,14 @@ def _skip_reason(check: str, traj: Trajectory) -> str | None:
     return None
 
 
+def traced(traj: Trajectory, spec: Spec) -> Provenance:
+    """Provenance of a run's arguments as grading reads it (``--explain`` shows the same)."""
+    # Privileged tools' arguments get the full look: identifiers inside their free text, and forms the
+    # user may have written them in. Only taint needs that; ungrounded needs only a verbatim miss.
+    deep = spec.privileged if spec.taint_declared and spec.enabled("taint") else frozenset()
+    return trace(traj, scan=deep, thorough=deep)
+
+
 def grade(traj: Trajectory, spec: Spec) -> RunGrade:
     """Run every enabled check; checks the source cannot support are skipped and listed, not failed."""
     violations: list[Violation] = []
@@ -74,7 +82,7 @@ def grade(traj: Trajectory, spec: Spec) -> RunGrade:
             violations.extend(check(traj, spec))
     wanted = [(name, check) for name, check in PROVENANCE_CHECKS if runnable(name)]
     if wanted:
-        args = trace(traj)
+        args = traced(traj, spec)
         for _, check in wanted:
             violations.extend(check(args, spec))
     violations.sort(key=lambda v: (v.step if v.step is not None else -1))

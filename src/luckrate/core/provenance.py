@@ -32,6 +32,8 @@ from itertools import filterfalse, repeat
 from dataclasses import dataclass
 from typing import Any
 
+from luckrate.core import forms
+from luckrate.core.fields import fields
 from luckrate.core.step import Trajectory
 
 USER = "user"
@@ -92,23 +94,105 @@ def _cut(text: str, table: dict[int, str], ascii_table: bytes) -> str:
     return text.translate(table)
 
 
+@dataclass(frozen=True)
+class Origin:
+    """One place an argument's value was found: a source, and where in it."""
+
+    source: str
+    """``user`` or ``tool:<name>``."""
+    step: int | None
+    """The step whose result it is; None for the user's input."""
+    field: str | None
+    """The field path in the result (core/fields.py); None when the value was not located in a field."""
+    prose: bool
+    """True when found in free text; False when it is a value in its own field."""
+    echo: bool = False
+    """The step that returned it had been passed the same value: an echo of the agent's own input."""
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "step": self.step, "field": self.field,
+                "kind": "text" if self.prose else "value", "echo": self.echo}
+
+
 class SourceIndex:
-    """Token -> the sources containing it; each source text is indexed exactly once."""
+    """Keys -> the sources containing them; each source text is indexed at most once, when first needed.
+
+    Three layers, each built only as lookups need it, so grading stays linear and a run whose values
+    are all found verbatim pays for plain tokens only:
+    - plain tokens (``tokens()``), caught up to the newest source at each lookup;
+    - canonical forms (core/forms.py), built from the first lookup that needs one;
+    - fields (core/fields.py), per source, only for sources an argument is traced to by ``origins``.
+    """
 
     def __init__(self) -> None:
-        self._where: dict[str, set[str]] = {}
+        self._sources: list[tuple[str, int | None, str, frozenset[str]]] = []
+        self._tokens: dict[str, list[int]] = {}
+        self._tokens_upto = 0
+        self._forms: dict[str, list[int]] = {}
+        self._forms_upto = 0
+        self._located: dict[int, dict[str, list[tuple[str, bool]]]] = {}
 
-    def add(self, source: str, text: str) -> None:
-        where = self._where
-        for tok in tokens(text):
-            found = where.get(tok)
-            if found is None:
-                where[tok] = {source}
-            else:
-                found.add(source)
+    def add(self, source: str, text: str, step: int | None = None, passed: frozenset[str] = frozenset()) -> None:
+        """Add a source; ``passed`` holds the values the producing call was given (for echoes)."""
+        self._sources.append((source, step, text, passed))
 
     def sources(self, value: Any) -> frozenset[str]:
-        return frozenset(self._where.get(str(value).casefold(), ()))
+        """The sources containing ``value`` verbatim (after case folding)."""
+        return self.names(self.positions(str(value).casefold()))
+
+    def names(self, positions: set[int] | list[int]) -> frozenset[str]:
+        sources = self._sources
+        return frozenset(sources[p][0] for p in positions)
+
+    def positions(self, key: str, forms: bool = False) -> set[int]:
+        """The positions of the sources holding ``key`` as a token (and, with ``forms``, as a canonical form)."""
+        if self._tokens_upto < len(self._sources):
+            self._catch_up(self._tokens, self._tokens_upto, tokens)
+            self._tokens_upto = len(self._sources)
+        found = set(self._tokens.get(key, ()))
+        if forms:
+            if self._forms_upto < len(self._sources):
+                self._catch_up(self._forms, self._forms_upto, _form_keys)
+                self._forms_upto = len(self._sources)
+            found.update(self._forms.get(key, ()))
+        return found
+
+    def _catch_up(self, table: dict[str, list[int]], start: int, keys_of) -> None:
+        for position in range(start, len(self._sources)):
+            for key in keys_of(self._sources[position][2]):
+                found = table.get(key)
+                if found is None:
+                    table[key] = [position]
+                elif found[-1] != position:
+                    found.append(position)
+
+    def origins(self, position: int, keys: tuple[str, ...]) -> list[Origin]:
+        """Where in source ``position`` the keys sit (fields parsed on first use, then cached)."""
+        source, step, text, passed = self._sources[position]
+        echo = not passed.isdisjoint(keys)
+        if source == USER:
+            return [Origin(source, None, None, True, False)]
+        located = self._located.get(position)
+        if located is None:
+            located = self._located[position] = _locate(text)
+        places = dict.fromkeys(place for key in keys for place in located.get(key, ()))
+        if not places:
+            return [Origin(source, step, None, True, echo)]
+        return [Origin(source, step, path, prose, echo) for path, prose in places]
+
+
+def _form_keys(text: str) -> set[str]:
+    folded = text.casefold()
+    return forms.text_keys(folded, tokens(text))
+
+
+def _locate(text: str) -> dict[str, list[tuple[str, bool]]]:
+    located: dict[str, list[tuple[str, bool]]] = {}
+    for f in fields(text):
+        toks = tokens(f.text)
+        for key in toks | forms.text_keys(f.text.casefold(), toks):
+            located.setdefault(key, []).append((f.path, f.prose))
+    return located
 
 
 @dataclass(frozen=True)
@@ -121,6 +205,31 @@ class Argument:
     """Where in the arguments: ``to``, ``items[0].sku``."""
     value: str
     sources: frozenset[str]
+    looked_up: tuple[str, ...] = ()
+    """The normalised forms looked up besides the value itself (core/forms.py); empty when it was found verbatim."""
+    matched: tuple[str, ...] = ()
+    """The keys (the value or its forms) that were found."""
+    positions: tuple[int, ...] = ()
+    """The index positions of the sources it was found in (``Provenance.origins`` resolves them)."""
+    embedded: bool = False
+    """Found inside a free-text argument (a message body), not an argument of its own."""
+
+
+class Provenance(list):
+    """The traced arguments of one run (a list of ``Argument``), plus where each was found."""
+
+    def __init__(self, arguments: list[Argument], index: SourceIndex, user_text: str) -> None:
+        super().__init__(arguments)
+        self.index = index
+        self.user_text = user_text
+        """The user's input, joined: what the user asked for, for checks that weigh intent."""
+
+    def origins(self, arg: Argument) -> list[Origin]:
+        """Every place ``arg`` was found, located to a field of each tool result."""
+        out: list[Origin] = []
+        for position in arg.positions:
+            out.extend(self.index.origins(position, arg.matched))
+        return out
 
 
 def walk(value: Any, path: str = "") -> list[tuple[str, Any]]:
@@ -153,16 +262,69 @@ def _walk(value: Any, path: str, out: list[tuple[str, Any]]) -> None:
 _NESTED = (dict, list, tuple)
 
 
-def trace(traj: Trajectory) -> list[Argument]:
-    """Trace every identifier-shaped argument of every step to the sources seen before it."""
+def trace(traj: Trajectory, scan: frozenset[str] | set[str] = frozenset(),
+          thorough: frozenset[str] | set[str] = frozenset()) -> Provenance:
+    """Trace every identifier-shaped argument of every step to the sources seen before it.
+
+    ``scan``: tools whose free-text arguments are searched for identifiers inside them (e-mail
+    addresses, URLs, IBANs, long numbers: ``forms.is_strong``). ``thorough``: tools whose arguments are
+    also looked up in normalised forms when found verbatim but not in the user's input (so a value the
+    user wrote in another form is still the user's). Every other argument tries its forms only when it
+    is not found verbatim.
+    """
     index = SourceIndex()
     for text in traj.inputs:
         index.add(USER, text)
     found = []
     for step in traj.steps:
+        passed: set[str] = set()
         for path, value in walk(step.args):
-            if is_identifier(value):
-                found.append(Argument(step.index, step.tool, path, str(value), index.sources(value)))
+            for text, embedded in _values(value, step.tool in scan):
+                arg = _lookup(index, step, path, text, embedded, step.tool in thorough)
+                found.append(arg)
+                passed.update(arg.matched or (arg.value.casefold(),))
         if step.result is not None:
-            index.add(source_name(step.tool), step.result)
-    return found
+            index.add(source_name(step.tool), step.result, step.index, frozenset(passed))
+    return Provenance(found, index, "\n".join(traj.inputs))
+
+
+def _values(value: Any, scan: bool) -> list[tuple[str, bool]]:
+    """The values to trace in one argument leaf, each with whether it sits inside free text."""
+    if is_identifier(value):
+        return [(str(value), False)]
+    if not isinstance(value, str) or not value or len(value) > MAX_SCANNED:
+        return []
+    if len(value) <= 64 and forms.is_whole_value(value):
+        return [(value.strip(), False)]
+    if not scan:
+        return []
+    return [(tok, True) for tok in dict.fromkeys(_words(value)) if forms.is_strong(tok)]
+
+
+MAX_SCANNED = 20_000
+"""Free-text arguments longer than this are not searched for identifiers inside them (bounded cost)."""
+
+
+def _words(text: str) -> list[str]:
+    cut = _cut(text.casefold(), _TOKEN_CUTS, _TOKEN_CUTS_ASCII).split()
+    return [w.strip(_TRAIL + "*") for w in cut]
+
+
+def _lookup(index: SourceIndex, step: Any, path: str, value: str, embedded: bool, thorough: bool) -> Argument:
+    key = value.casefold()
+    positions = index.positions(key)
+    if positions and not (thorough and not any(index._sources[p][0] == USER for p in positions)):
+        return Argument(step.index, step.tool, path, value, index.names(positions), (), (key,),
+                        tuple(sorted(positions)), embedded)
+    alternatives = forms.whole(key)
+    matched: list[str] = []
+    positions = set()
+    for alt in alternatives:
+        hits = [index.positions(k, forms=True) for k in alt]
+        if all(hits):
+            matched.extend(alt)
+            for h in hits:
+                positions |= h
+    looked_up = tuple(k for alt in alternatives[1:] for k in alt)
+    return Argument(step.index, step.tool, path, value, index.names(positions), looked_up,
+                    tuple(dict.fromkeys(matched)), tuple(sorted(positions)), embedded)

@@ -65,6 +65,10 @@ class Spec:
     """Consecutive failed calls to one tool (no other tool between) that make a ``failing_loop``."""
     max_duration: float | None = None
     untrusted: frozenset[str] = frozenset()
+    """Tools whose output a third party can write (the tool names, whichever form the spec used)."""
+    untrusted_fields: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Per tool named in the dict form of ``untrusted``: the untrusted field names (case-folded), or
+    ``{"*"}`` for the whole result. A tool from the list form is absent: its free text is untrusted."""
     privileged: frozenset[str] = frozenset()
     overrides: Mapping[str, Severity] = field(default_factory=dict)
 
@@ -90,7 +94,10 @@ class Spec:
                 problems.append((str(key), f"unknown key{_suggest(str(key), _KEYS)}"))
         tools = _names(raw.get("tools", ()), "tools", problems)
         vocab = set(tools)
-        lists = {key: _names(raw.get(key, ()), key, problems, vocab) for key in _TOOL_LISTS}
+        untrusted_fields = _untrusted_fields(raw.get("untrusted"), problems, vocab)
+        lists = {key: _names(raw.get(key, ()), key, problems, vocab) for key in _TOOL_LISTS
+                 if not (key == "untrusted" and isinstance(raw.get(key), Mapping))}
+        lists.setdefault("untrusted", list(untrusted_fields))
         before = _pairs(raw.get("before", ()), problems, vocab)
         overrides = _overrides(raw.get("severity", {}), problems)
         max_steps = _number(raw, "max_steps", int, problems)
@@ -102,6 +109,7 @@ class Spec:
             name=name,
             tools=tuple(dict.fromkeys(tools)),
             **{key: frozenset(value) for key, value in lists.items()},
+            untrusted_fields=untrusted_fields,
             before=before,
             max_steps=max_steps,
             max_failures=3 if max_failures is None else max_failures,
@@ -128,6 +136,33 @@ def _names(value: Any, key: str, problems: list, vocab: set[str] | None = None) 
         else:
             names.append(item)
     return names
+
+
+def _untrusted_fields(value: Any, problems: list, vocab: set[str]) -> dict[str, frozenset[str]]:
+    """The dict form of ``untrusted``: ``{"read_inbox": ["body", "subject"], "get_webpage": "*"}``."""
+    if not isinstance(value, Mapping):
+        return {}
+    out = {}
+    for tool, named in value.items():
+        where = f"untrusted.{tool}"
+        if not isinstance(tool, str) or not tool:
+            problems.append(("untrusted", f"keys must be tool names (non-empty strings), got {tool!r}"))
+            continue
+        if vocab and tool not in vocab:
+            problems.append((where, f"unknown tool {tool!r}{_suggest(tool, vocab)}"))
+            continue
+        if named == "*":
+            out[tool] = frozenset({"*"})
+            continue
+        if isinstance(named, str) or not isinstance(named, (list, tuple)) or not named:
+            problems.append((where, f'must be "*" or a non-empty list of field names, got {named!r}'))
+            continue
+        bad = [i for i, f in enumerate(named) if not isinstance(f, str) or not f]
+        for i in bad:
+            problems.append((f"{where}[{i}]", f"must be a field name (non-empty string), got {named[i]!r}"))
+        if not bad:
+            out[tool] = frozenset(f.casefold() for f in named)
+    return out
 
 
 def _pairs(value: Any, problems: list, vocab: set[str]) -> tuple[tuple[str, str], ...]:

@@ -6,16 +6,16 @@ Adding a check takes three things: the function, one line here, its default seve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 
 from luckrate.core.checks import budget, grounding, ordering, tools
-from luckrate.core.provenance import Argument
+from luckrate.core.provenance import Provenance
 from luckrate.core.spec import Spec
 from luckrate.core.step import Trajectory
 from luckrate.core.violation import Violation
 
 TrajectoryCheck = Callable[[Trajectory, Spec], Iterator[Violation]]
-ProvenanceCheck = Callable[[Sequence[Argument], Spec], Iterator[Violation]]
+ProvenanceCheck = Callable[[Provenance, Spec], Iterator[Violation]]
 
 CHECKS: tuple[tuple[str, TrajectoryCheck], ...] = (
     ("run_error", budget.run_error),
