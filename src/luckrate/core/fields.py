@@ -22,6 +22,7 @@ nesting deeper than ``MAX_DEPTH`` is cut, so a hostile result costs at most line
 from __future__ import annotations
 
 import ast
+import csv
 import json
 import re
 from dataclasses import dataclass
@@ -32,7 +33,9 @@ from luckrate.core.forms import is_whole_value
 MAX_PARSED = 200_000
 MAX_DEPTH = 32
 
-_KV = re.compile(r"[ \t]*(?:- )?([A-Za-z_][\w.\- ]{0,39}?)[ \t]*:(?:[ \t]+(.*?))?[ \t]*")
+# ``key: value`` / ``- key: value``: a key of at most 60 characters and 3 spaces, no quotes or commas;
+# the colon is followed by a space or the line's end, so a URL or a clock time is never a key.
+_KV = re.compile(r"[ \t]*(?:- )?([^\s:,;\"'\-#][^:,;\"']{0,59}?)[ \t]*:(?:[ \t]+(.*?))?[ \t]*")
 _ITEM = re.compile(r"[ \t]*- (.*?)[ \t]*")
 
 
@@ -50,13 +53,20 @@ class Field:
     def name(self) -> str:
         return field_name(self.path)
 
+    @property
+    def record(self) -> str | None:
+        """The record it belongs to when the result is a list of records (``[3]``), else None."""
+        m = _RECORD.match(self.path)
+        return m[0] if m else None
+
 
 def field_name(path: str) -> str:
     """The last key of a field path, case-folded, without list indexes: what a spec's field list names."""
     return _INDEXES.sub("", path).rsplit(".", 1)[-1].casefold()
 
 
-_INDEXES = re.compile(r"\[\d*\]")
+_RECORD = re.compile(r"\[\d+\]")
+_INDEXES = re.compile(r"\[[^\]]*\]")
 
 
 def fields(text: str) -> list[Field]:
@@ -123,24 +133,118 @@ def is_value(text: str) -> bool:
 
 
 def _lines(text: str, parent: str) -> list[Field]:
+    """YAML-like or ``key: value`` text, a CSV table, or free text, line by line."""
+    lines = text.splitlines()
+    table = _table([line for line in lines if line.strip()], parent)
+    if table is not None:
+        return table
     out: list[Field] = []
-    key = parent
-    for line in text.splitlines():
-        if not line.strip():
+    keys: list[tuple[int, str]] = []  # (level, path) of the keys above the current line
+    records, top = -1, None  # list items at the outermost list level are records: paths [0]., [1]., ...
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.lstrip()
+        if not stripped:
+            i += 1
             continue
+        indent = len(line) - len(stripped)
+        item_line = stripped.startswith("- ")
+        level = indent + 2 if item_line else indent
+        while keys and keys[-1][0] >= level:
+            keys.pop()
         kv = _KV.fullmatch(line)
+        item = None if kv else _ITEM.fullmatch(line)
+        if item_line and (top is None or indent <= top) and not keys:
+            top, records = indent, records + 1
+        base = f"{parent}[{records}]" if records >= 0 and not keys else parent
+        above = keys[-1][1] if keys else base
+        if kv is None and item is None:  # a line of text, even a one-word one: only keys and items make values
+            out.append(Field(above, stripped, True))
+            i += 1
+            continue
+        value, i = _scalar((kv or item)[2 if kv else 1], lines, i, indent)
         if kv:
-            key = f"{parent}.{kv[1]}" if parent else kv[1]
-            if kv[2]:
-                value = _unquote(kv[2])
-                out.append(Field(key, value, not is_value(value)))
-            continue
-        item = _ITEM.fullmatch(line)
-        if item:
-            value = _unquote(item[1])
-            out.append(Field(f"{key}[]", value, not is_value(value)))
-            continue
-        out.append(Field(key, line.strip(), True))
+            key = kv[1]
+            if any(c in key for c in _ID_MARKS):  # a mapping keyed by data: {"bob@x.test": "rw"}
+                out.append(Field(above, key, False))
+                path = f"{above}[{key}]"
+            else:
+                path = f"{above}.{key}" if above else key
+            keys.append((level, path))
+        else:
+            path = f"{above}[]"
+        if value:
+            out.extend(leaf(path, value))
+    return out
+
+
+_ID_MARKS = "@./0123456789"
+
+
+def _scalar(first: str | None, lines: list[str], i: int, indent: int) -> tuple[str, int]:
+    """A scalar that may continue on the following, deeper lines (YAML folding); returns it and the next line."""
+    if not first:
+        return "", i + 1
+    if first[0] in "'\"" and not (len(first) > 1 and first.endswith(first[0]) and not first.endswith("\\" + first[0])):
+        quote, parts = first[0], [first]
+        while i + 1 < len(lines) and not _closes(lines[i + 1], quote):
+            i += 1
+            parts.append(lines[i].strip() or "\n")
+        if i + 1 < len(lines):
+            i += 1
+            parts.append(lines[i].strip())
+        return _unfold(parts, quote), i + 1
+    parts = [first]
+    while i + 1 < len(lines):
+        nxt = lines[i + 1]
+        deeper = len(nxt) - len(nxt.lstrip()) > indent
+        if not deeper or _KV.fullmatch(nxt) or _ITEM.fullmatch(nxt):
+            break
+        i += 1
+        parts.append(nxt.strip())
+    return _unquote(" ".join(parts)), i + 1
+
+
+def _closes(line: str, quote: str) -> bool:
+    stripped = line.rstrip()
+    return stripped.endswith(quote) and not stripped.endswith("\\" + quote) and not stripped.endswith(quote * 2)
+
+
+def _unfold(parts: list[str], quote: str) -> str:
+    """A quoted YAML scalar over several lines: line breaks fold to spaces, escapes are decoded."""
+    text = ""
+    for part in parts:
+        if text.endswith("\\") and quote == '"':
+            text = text[:-1] + part
+        elif part == "\n" or text.endswith("\n"):
+            text += part
+        else:
+            text = f"{text} {part}" if text else part
+    body = text[1:-1] if len(text) >= 2 and text.endswith(quote) else text[1:]
+    if quote == "'":
+        return body.replace("''", "'")
+    try:
+        return json.loads(f'"{body.replace(chr(92) + " ", " ")}"')
+    except ValueError:
+        return body
+
+
+def _table(lines: list[str], parent: str) -> list[Field] | None:
+    """A CSV table (a header and rows with at least as many commas): one field per cell, or None."""
+    if len(lines) < 2 or ": " in lines[0] or (columns := lines[0].count(",")) < 1:
+        return None
+    if sum(line.count(",") >= columns for line in lines[1:]) < 2 * (len(lines) - 1) / 3:
+        return None
+    rows = list(csv.reader(lines))
+    header = [h.strip() or f"{c}" for c, h in enumerate(rows[0])]
+    out = []
+    for r, row in enumerate(rows[1:]):
+        cells = row[:columns] + [",".join(row[columns:])]
+        for name, cell in zip(header, cells):
+            if cell.strip():
+                out.append(Field(f"{parent}[{r}].{name}" if parent else f"[{r}].{name}", cell.strip(),
+                                 not is_value(cell)))
     return out
 
 

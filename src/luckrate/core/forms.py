@@ -93,7 +93,12 @@ def number_key(token: str) -> str | None:
     return format(value.normalize(), "f").lstrip("+")
 
 
+_NINE_DIGITS = re.compile(r"(?:\D*\d){9}")
+
+
 def _grouped_key(text: str) -> str | None:
+    if not _NINE_DIGITS.match(text):
+        return None
     compact = re.sub(r"[ \-.()+]", "", text)
     return compact if sum(c.isdigit() for c in compact) >= 9 and compact.isalnum() else None
 
@@ -123,7 +128,9 @@ def _year(text: str | None) -> int | None:
 
 def dates(text: str) -> list[tuple[str, str | None, tuple[int, int]]]:
     """Every date in ``text`` (case-folded) as ``(date key, date-time key or None, span)``."""
-    out = []
+    out: list[tuple[str, str | None, tuple[int, int]]] = []
+    if not _STRUCTURED.search(text):
+        return out
     for m in _YMD.finditer(text):
         key = _date(int(m[1]), int(m[3]), int(m[4]))
         if key:
@@ -148,6 +155,8 @@ def dates(text: str) -> list[tuple[str, str | None, tuple[int, int]]]:
 
 def times(text: str) -> list[tuple[str, tuple[int, int]]]:
     """Every clock time in ``text`` (case-folded) as ``(HH:MM, span)``."""
+    if not _STRUCTURED.search(text):
+        return []
     out = [(key, m.span()) for m in _CLOCK.finditer(text) if (key := _clock(m[1], m[2], m[3]))]
     out += [(key, m.span()) for m in _HOUR.finditer(text) if (key := _clock(m[1], "0", m[2]))]
     return out
@@ -222,6 +231,8 @@ def is_strong(token: str) -> bool:
 
 def is_whole_value(value: str) -> bool:
     """True when text with spaces is still one value: a date, date-time, time or grouped number."""
+    if not _STRUCTURED.search(value):
+        return False
     folded = value.strip().casefold()
     found = dates(folded)
     if len(found) == 1 and found[0][2] == (0, len(folded)):

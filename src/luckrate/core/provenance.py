@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import re
 from itertools import filterfalse, repeat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from luckrate.core import forms
-from luckrate.core.fields import fields
+from luckrate.core.fields import Field, fields
 from luckrate.core.step import Trajectory
 
 USER = "user"
@@ -108,6 +108,8 @@ class Origin:
     """True when found in free text; False when it is a value in its own field."""
     echo: bool = False
     """The step that returned it had been passed the same value: an echo of the agent's own input."""
+    position: int = field(default=-1, compare=False, repr=False)
+    """The source's position in its ``SourceIndex``."""
 
     def to_dict(self) -> dict:
         return {"source": self.source, "step": self.step, "field": self.field,
@@ -130,7 +132,8 @@ class SourceIndex:
         self._tokens_upto = 0
         self._forms: dict[str, list[int]] = {}
         self._forms_upto = 0
-        self._located: dict[int, dict[str, list[tuple[str, bool]]]] = {}
+        self._located: dict[int, _Located] = {}
+        self._user_keys: set[str] | None = None
 
     def add(self, source: str, text: str, step: int | None = None, passed: frozenset[str] = frozenset()) -> None:
         """Add a source; ``passed`` holds the values the producing call was given (for echoes)."""
@@ -171,14 +174,72 @@ class SourceIndex:
         source, step, text, passed = self._sources[position]
         echo = not passed.isdisjoint(keys)
         if source == USER:
-            return [Origin(source, None, None, True, False)]
+            return [Origin(source, None, None, True, False, position)]
+        located = self._fields(position)
+        places = dict.fromkeys((f.path, f.prose) for key in keys for f in located.get(key))
+        if not places:
+            return [Origin(source, step, None, True, echo, position)]
+        return [Origin(source, step, path, prose, echo, position) for path, prose in places]
+
+    def _fields(self, position: int) -> _Located:
         located = self._located.get(position)
         if located is None:
-            located = self._located[position] = _locate(text)
-        places = dict.fromkeys(place for key in keys for place in located.get(key, ()))
-        if not places:
-            return [Origin(source, step, None, True, echo)]
-        return [Origin(source, step, path, prose, echo) for path, prose in places]
+            located = self._located[position] = _Located(self._sources[position][2])
+        return located
+
+    def user_positions(self, alternatives: list[tuple[str, ...]]) -> set[int]:
+        """The user sources, when the user wrote any alternative in any form (the user's text is short:
+        its forms are computed once, not the whole index's)."""
+        if self._user_keys is None:
+            users = [text for source, _, text, _ in self._sources if source == USER]
+            self._user_keys = set()
+            for text in users:
+                toks = tokens(text)
+                self._user_keys |= toks | forms.text_keys(text.casefold(), toks)
+        if any(all(k in self._user_keys for k in alt) for alt in alternatives):
+            return {p for p, (source, _, _, _) in enumerate(self._sources) if source == USER}
+        return set()
+
+    def texts(self, origin: Origin, keys: tuple[str, ...]) -> list[str]:
+        """The texts of the fields of ``origin``'s source that hold any of ``keys`` at ``origin.field``."""
+        if origin.source == USER:
+            return [self._sources[origin.position][2]]
+        located = self._fields(origin.position)
+        found = dict.fromkeys(f.text for key in keys for f in located.get(key) if f.path == (origin.field or f.path))
+        return list(found) or [self._sources[origin.position][2]]
+
+    def record(self, origin: Origin) -> list[Field]:
+        """The value fields of the record ``origin`` sits in, with how many records its result holds."""
+        position = self._position(origin)
+        all_fields = self._fields(position).fields
+        prefix = Field(origin.field or "", "", True).record
+        if prefix is None:
+            return []
+        return [f for f in all_fields if not f.prose and f.record == prefix]
+
+    def siblings(self, origin: Origin) -> tuple[int, dict[tuple[str, str], int]]:
+        """How many records ``origin``'s result holds, and in how many each (field name, value) occurs."""
+        all_fields = self._fields(self._position(origin)).fields
+        records: dict[str, set[tuple[str, str]]] = {}
+        for f in all_fields:
+            if not f.prose and f.record is not None:
+                records.setdefault(f.record, set()).add((f.name, f.text.casefold()))
+        counts: dict[tuple[str, str], int] = {}
+        for pairs in records.values():
+            for pair in pairs:
+                counts[pair] = counts.get(pair, 0) + 1
+        return len(records), counts
+
+    def called(self, origin: Origin) -> frozenset[str]:
+        """The values the call that produced ``origin``'s source was given (case-folded)."""
+        return self._sources[self._position(origin)][3]
+
+    def _position(self, origin: Origin) -> int:
+        return origin.position
+
+    def has_user(self, positions: set[int]) -> bool:
+        sources = self._sources
+        return any(sources[p][0] == USER for p in positions)
 
 
 def _form_keys(text: str) -> set[str]:
@@ -186,13 +247,25 @@ def _form_keys(text: str) -> set[str]:
     return forms.text_keys(folded, tokens(text))
 
 
-def _locate(text: str) -> dict[str, list[tuple[str, bool]]]:
-    located: dict[str, list[tuple[str, bool]]] = {}
-    for f in fields(text):
-        toks = tokens(f.text)
-        for key in toks | forms.text_keys(f.text.casefold(), toks):
-            located.setdefault(key, []).append((f.path, f.prose))
-    return located
+class _Located:
+    """A source's fields with their tokens; forms of a field are computed only when a token lookup misses."""
+
+    def __init__(self, text: str) -> None:
+        self.fields = fields(text)
+        self._tokens = [tokens(f.text) for f in self.fields]
+        self._forms: list[set[str]] | None = None
+        self.by_key: dict[str, list[Field]] = {}
+
+    def get(self, key: str) -> list[Field]:
+        found = self.by_key.get(key)
+        if found is None:
+            found = [f for f, toks in zip(self.fields, self._tokens) if key in toks]
+            if not found:
+                if self._forms is None:
+                    self._forms = [forms.text_keys(f.text.casefold(), toks) for f, toks in zip(self.fields, self._tokens)]
+                found = [f for f, keys in zip(self.fields, self._forms) if key in keys]
+            self.by_key[key] = found
+        return found
 
 
 @dataclass(frozen=True)
@@ -279,6 +352,8 @@ def trace(traj: Trajectory, scan: frozenset[str] | set[str] = frozenset(),
     for step in traj.steps:
         passed: set[str] = set()
         for path, value in walk(step.args):
+            if isinstance(value, str) and len(value) <= MAX_ID_LENGTH:
+                passed.add(value.casefold())
             for text, embedded in _values(value, step.tool in scan):
                 arg = _lookup(index, step, path, text, embedded, step.tool in thorough)
                 found.append(arg)
@@ -313,18 +388,24 @@ def _words(text: str) -> list[str]:
 def _lookup(index: SourceIndex, step: Any, path: str, value: str, embedded: bool, thorough: bool) -> Argument:
     key = value.casefold()
     positions = index.positions(key)
-    if positions and not (thorough and not any(index._sources[p][0] == USER for p in positions)):
-        return Argument(step.index, step.tool, path, value, index.names(positions), (), (key,),
-                        tuple(sorted(positions)), embedded)
+    if positions and not (thorough and not index.has_user(positions)):
+        return _argument(step, path, value, index, positions, (), (key,), embedded)
     alternatives = forms.whole(key)
+    looked_up = tuple(k for alt in alternatives[1:] for k in alt)
+    if positions:  # found verbatim, but not in the user's input: did the user write it another way?
+        users = index.user_positions(alternatives) if len(alternatives) > 1 else set()
+        return _argument(step, path, value, index, positions | users, looked_up, (key,), embedded)
     matched: list[str] = []
-    positions = set()
     for alt in alternatives:
         hits = [index.positions(k, forms=True) for k in alt]
         if all(hits):
             matched.extend(alt)
             for h in hits:
                 positions |= h
-    looked_up = tuple(k for alt in alternatives[1:] for k in alt)
-    return Argument(step.index, step.tool, path, value, index.names(positions), looked_up,
-                    tuple(dict.fromkeys(matched)), tuple(sorted(positions)), embedded)
+    return _argument(step, path, value, index, positions, looked_up, tuple(dict.fromkeys(matched)), embedded)
+
+
+def _argument(step: Any, path: str, value: str, index: SourceIndex, positions: set[int], looked_up: tuple[str, ...],
+              matched: tuple[str, ...], embedded: bool) -> Argument:
+    return Argument(step.index, step.tool, path, value, index.names(positions), looked_up, matched,
+                    tuple(sorted(positions)), embedded)
