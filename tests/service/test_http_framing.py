@@ -143,7 +143,8 @@ def test_framing_refusals(service, case, fields, body, code, reason):
     sock, resp, answer = exchange(service.receivers[1].port, head(*fields) + body)
     with sock:
         assert resp.status == code, answer
-        assert status_pb2.Status.FromString(answer).message
+        rpc = status_pb2.Status.FromString(answer)
+        assert rpc.message and rpc.code == {400: 3, 411: 3, 413: 8, 501: 12}[code]  # google.rpc.Code
         if case in KEPT_OPEN:
             assert still_serves(sock)
         else:

@@ -55,6 +55,8 @@ REFUSERS = 16
 """Threads that may answer refused connections at once; beyond them a refused connection is just closed."""
 UNAVAILABLE = 14
 """google.rpc.Code for the 503 sent over the connection cap."""
+UNIMPLEMENTED = 12
+"""google.rpc.Code for the 501 sent for a transfer coding other than chunked."""
 
 
 class _Refused(Exception):
@@ -155,6 +157,10 @@ def _inflate(body: bytes, encoding: str, limit: int) -> bytes:
     return out
 
 
+def _framing_refused(e: BadFraming) -> _Refused:
+    return _Refused(e.code, UNIMPLEMENTED if e.code == 501 else status.INVALID_ARGUMENT, str(e), "undecodable")
+
+
 def _media_type(header: str | None) -> str:
     return (header or "").split(";")[0].strip().lower()
 
@@ -216,7 +222,7 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
                                 self.headers.get_all("Content-Length") or [])
             except BadFraming as e:
                 self._linger()  # where the body ends is unknown: this connection is not reused
-                raise _Refused(e.code, status.INVALID_ARGUMENT, str(e), "undecodable") from None
+                raise _framing_refused(e) from None
             if not token_ok(receiver.token, self.headers.get("Authorization")):
                 self._drain_body(frame)
                 raise _Refused(401, status.UNAUTHENTICATED, "missing or invalid bearer token", "unauthenticated",
@@ -253,7 +259,7 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
                 raise _Refused(413, status.RESOURCE_EXHAUSTED, str(e), "too_large") from None
             except BadFraming as e:
                 self._linger()
-                raise _Refused(e.code, status.INVALID_ARGUMENT, str(e), "undecodable") from None
+                raise _framing_refused(e) from None
             except EOFError as e:  # the client stopped sending: answered if it still listens, counted
                 self.close_connection = True
                 raise _Refused(400, status.INVALID_ARGUMENT, str(e), "undecodable") from None
