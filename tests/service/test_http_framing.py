@@ -153,6 +153,21 @@ def test_framing_refusals(service, case, fields, body, code, reason):
     assert refused(service, "http", reason) == 1
 
 
+@pytest.mark.parametrize("method, path, code", [("POST", "/v1/logs", 404), ("GET", "/healthz", 200),
+                                               ("PUT", "/v1/traces", 405)])
+def test_a_body_the_receiver_does_not_read_is_never_taken_for_a_request(service, method, path, code):
+    """Regression: a body on another path or method was left unread, so its bytes were parsed as the next
+    request on the connection (here a smuggled GET)."""
+    smuggled = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    for framing_field, body in (("Transfer-Encoding: chunked", chunked(smuggled)),
+                                (f"Content-Length: {len(smuggled)}", smuggled)):
+        raw = f"{method} {path} HTTP/1.1\r\nHost: x\r\n{framing_field}\r\n\r\n".encode() + body
+        sock, resp, _ = exchange(service.receivers[1].port, raw)
+        with sock:
+            assert (resp.status, resp.getheader("Connection")) == (code, "close")
+            assert not_served_again(sock)
+
+
 def test_http10_with_transfer_encoding_is_refused(service):
     sock, resp, _ = exchange(service.receivers[1].port,
                              head("Transfer-Encoding: chunked", version="HTTP/1.0") + b"0\r\n\r\n")

@@ -331,7 +331,12 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
             self._send(e.http_code, ctype, body, e.headers)
 
         def _plain(self, code: int, text: str, headers: tuple[tuple[str, str], ...] = ()) -> None:
+            body_unread = self.headers.get("Transfer-Encoding") or self.headers.get("Content-Length", "0") != "0"
+            if body_unread:  # never read as a request: answer, drain until the client closes, close
+                self._linger()
             self._send(code, "text/plain; charset=utf-8", text.encode(), headers)
+            if body_unread:
+                self._discard(self._unread)
 
         def _send(self, code: int, ctype: str, body: bytes, headers: tuple[tuple[str, str], ...] = ()) -> None:
             self._answered = True
