@@ -129,6 +129,8 @@ REFUSED = [
     ("huge size", ("Transfer-Encoding: chunked",), b"ffffffffffffffff\r\n", 413, "too_large"),
     ("chunks adding up past the limit", ("Transfer-Encoding: chunked",),
      chunked(b"\x00" * (LIMIT + 1), sizes=(4096,)), 413, "too_large"),
+    ("one-byte chunks with long extensions past the limit", ("Transfer-Encoding: chunked",),
+     chunked(b"\x00" * 64, sizes=(1,), ext=b";" + b"x" * (LIMIT // 64)), 413, "too_large"),
     ("chunked gzip bomb", ("Transfer-Encoding: chunked", "Content-Encoding: gzip"),
      chunked(gzip.compress(b"\x00" * (LIMIT * 4))), 413, "too_large"),
     ("truncated gzip in chunks", ("Transfer-Encoding: chunked", "Content-Encoding: gzip"),
