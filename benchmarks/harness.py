@@ -180,13 +180,16 @@ class Load:
     """The load generator as a subprocess (its own interpreter, its own core)."""
 
     def __init__(self, transport: str, targets: list[str], *, duration: float, concurrency: int = 4,
-                 rate: float = 0.0, requests: int = 0, tools_only: bool = False, cpus: set[int] | None = None):
+                 rate: float = 0.0, requests: int = 0, tools_only: bool = False, cpus: set[int] | None = None,
+                 chunked: bool = False):
         cmd = [sys.executable, str(HERE / "loadgen.py"), "--transport", transport, "--duration", str(duration),
                "--concurrency", str(concurrency), "--rate", str(rate), "--requests", str(requests)]
         for t in targets:
             cmd += ["--target", t]
         if tools_only:
             cmd.append("--tools-only")
+        if chunked:
+            cmd.append("--chunked")
         self.proc = Proc(cmd, "started", cpus)
 
     def result(self, timeout: float = 300.0) -> dict:

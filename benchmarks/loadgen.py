@@ -32,6 +32,7 @@ import grpc
 import traffic
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+CHUNK = 64 * 1024
 PAUSE = 0.05
 """Seconds before retrying a throttled request: shorter than the Collector's backoff, so the server never
 idles for want of offered load."""
@@ -73,12 +74,20 @@ class GrpcSender:
 
 
 class HttpSender:
+    chunked = False
+    """Send each body as 64 KiB chunks (Transfer-Encoding: chunked, as the JS exporters do)."""
+
     def __init__(self, target: str):
         host, port = target.rsplit(":", 1)
         self.conn = http.client.HTTPConnection(host, int(port), timeout=60)
 
     def send(self, body: bytes) -> bool | str:
-        self.conn.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
+        if self.chunked:
+            pieces = (body[i:i + CHUNK] for i in range(0, len(body), CHUNK))
+            self.conn.request("POST", "/v1/traces", pieces, {"Content-Type": "application/x-protobuf"},
+                              encode_chunked=True)
+        else:
+            self.conn.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
         response = self.conn.getresponse()
         response.read()
         if response.status == 200:
@@ -149,8 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate", type=float, default=0.0, help="spans per second to offer (0: as fast as possible)")
     p.add_argument("--concurrency", type=int, default=4, help="requests in flight")
     p.add_argument("--tools-only", action="store_true", help="traces of execute_tool spans only")
+    p.add_argument("--chunked", action="store_true", help="HTTP: chunked request bodies (no Content-Length)")
     p.add_argument("--nonce", type=lambda s: int(s, 0), default=None, help="keeps trace ids apart across runs")
     args = p.parse_args(argv)
+    HttpSender.chunked = args.chunked
     if args.nonce is None:
         args.nonce = int.from_bytes(os.urandom(4), "big")
     print(json.dumps(run(args)), flush=True)

@@ -1,4 +1,5 @@
-"""OTLP/HTTP receiver: ``POST /v1/traces`` (protobuf or JSON, optionally gzip) and ``/healthz``, ``/readyz``.
+"""OTLP/HTTP receiver: ``POST /v1/traces`` (protobuf or JSON, optionally gzip; a Content-Length or a chunked
+body, see http_framing) and ``/healthz``, ``/readyz``.
 
 Stdlib only (ThreadingHTTPServer): one thread per connection, HTTP/1.1 keep-alive. Answers follow the
 OTLP spec and the Collector's receiver: 415 for other media types, 405 for other methods, 413 over the
@@ -30,6 +31,7 @@ from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp import request_from_json, request_from_protobuf
 from luckrate.service import status
 from luckrate.service.config import Endpoint
+from luckrate.service.http_framing import BadFraming, Framing, TooLarge, discard_chunked, framing, read_chunked
 from luckrate.service.http_limits import (
     CHUNK,
     LINGER_BYTES,
@@ -53,6 +55,8 @@ REFUSERS = 16
 """Threads that may answer refused connections at once; beyond them a refused connection is just closed."""
 UNAVAILABLE = 14
 """google.rpc.Code for the 503 sent over the connection cap."""
+UNIMPLEMENTED = 12
+"""google.rpc.Code for the 501 sent for a transfer coding other than chunked."""
 
 
 class _Refused(Exception):
@@ -153,6 +157,10 @@ def _inflate(body: bytes, encoding: str, limit: int) -> bytes:
     return out
 
 
+def _framing_refused(e: BadFraming) -> _Refused:
+    return _Refused(e.code, UNIMPLEMENTED if e.code == 501 else status.INVALID_ARGUMENT, str(e), "undecodable")
+
+
 def _media_type(header: str | None) -> str:
     return (header or "").split(";")[0].strip().lower()
 
@@ -171,7 +179,7 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
 
         def handle_one_request(self) -> None:
             self._deadline.await_request()
-            self._answered, self._unread = False, 0
+            self._answered, self._unread, self._expecting = False, 0, False
             super().handle_one_request()  # a read past the deadline closes the connection there
             if self._deadline.expired and self._deadline.started and not self._answered:
                 receiver.intake.refuse("http", "request_timeout")
@@ -209,24 +217,21 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
             self._success(outcome, ctype)
 
         def _export(self, ctype: str) -> Outcome:
+            try:
+                frame = framing(self.request_version, self.headers.get_all("Transfer-Encoding") or [],
+                                self.headers.get_all("Content-Length") or [])
+            except BadFraming as e:
+                self._linger()  # where the body ends is unknown: this connection is not reused
+                raise _framing_refused(e) from None
             if not token_ok(receiver.token, self.headers.get("Authorization")):
-                self._drain_body()
+                self._drain_body(frame)
                 raise _Refused(401, status.UNAUTHENTICATED, "missing or invalid bearer token", "unauthenticated",
                                (("WWW-Authenticate", "Bearer"),))
             if ctype not in (PROTOBUF, JSON):
-                self._drain_body()
+                self._drain_body(frame)
                 raise _Refused(415, 3, f"unsupported Content-Type {ctype[:60]!r}; use {PROTOBUF} or {JSON}",
                                "unsupported_media_type")
-            length = self.headers.get("Content-Length")
-            if length is None or not length.isdigit():
-                self.close_connection, self._unread = True, LINGER_BYTES  # until the client closes
-                raise _Refused(411, 3, "Content-Length required", "undecodable")
-            if int(length) > receiver.max_request_bytes:
-                # Answered before the body is read; discarded after, and this connection is not reused.
-                self.close_connection, self._unread = True, int(length)
-                raise _Refused(413, status.RESOURCE_EXHAUSTED, f"request over {receiver.max_request_bytes} bytes",
-                               "too_large")
-            body = self.rfile.read(int(length))
+            body = self._read_body(frame)
             encoding = (self.headers.get("Content-Encoding") or "").strip().lower()
             request = receiver.decode(body, ctype, encoding)
             outcome = receiver.intake.accept(request, "http")
@@ -235,16 +240,62 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
                                (("Retry-After", str(receiver.retry_after)),))
             return outcome
 
-        def _drain_body(self) -> None:
+        def _read_body(self, frame: Framing) -> bytes:
+            limit = receiver.max_request_bytes
+            if frame.length is None and not frame.chunked:
+                self._linger()
+                raise _Refused(411, 3, "Content-Length or Transfer-Encoding: chunked required", "undecodable")
+            if frame.length is not None and frame.length > limit:
+                # Answered before the body is read; discarded after, and this connection is not reused.
+                self.close_connection, self._unread = True, frame.length
+                raise _Refused(413, status.RESOURCE_EXHAUSTED, f"request over {limit} bytes", "too_large")
+            self._continue()
+            if frame.length is not None:
+                return self.rfile.read(frame.length)
+            try:
+                return read_chunked(self.rfile, limit)
+            except TooLarge as e:
+                self._linger()
+                raise _Refused(413, status.RESOURCE_EXHAUSTED, str(e), "too_large") from None
+            except BadFraming as e:
+                self._linger()
+                raise _framing_refused(e) from None
+            except EOFError as e:  # the client stopped sending: answered if it still listens, counted
+                self.close_connection = True
+                raise _Refused(400, status.INVALID_ARGUMENT, str(e), "undecodable") from None
+
+        def handle_expect_100(self) -> bool:
+            """Defer the 100 Continue until the headers pass every check: a refused client never sends
+            the body it was about to (RFC 9110 §10.1.1)."""
+            self._expecting = True
+            return True
+
+        def _continue(self) -> None:
+            if self._expecting:
+                self._expecting = False
+                self.send_response_only(100)
+                self.end_headers()
+
+        def _linger(self) -> None:
+            """Close after the answer, first reading what the client still sends until it closes."""
+            self.close_connection, self._unread = True, LINGER_BYTES
+
+        def _drain_body(self, frame: Framing) -> None:
             """Discard the body of a request refused on its headers: within the size limit now, so the
-            connection stays usable; a larger one after the answer (lingering close)."""
-            length = self.headers.get("Content-Length", "")
-            if length.isdigit() and int(length) <= receiver.max_request_bytes:
-                if not self._discard(int(length)):
+            connection stays usable; a larger one (or one the client holds back for a 100 Continue) after
+            the answer (lingering close)."""
+            limit = receiver.max_request_bytes
+            if self._expecting:
+                self._linger()
+            elif frame.chunked:
+                if not discard_chunked(self.rfile, limit):
+                    self._linger()
+            elif frame.length is not None and frame.length <= limit:
+                if not self._discard(frame.length):
                     self.close_connection = True
             else:
                 self.close_connection = True
-                self._unread = int(length) if length.isdigit() else LINGER_BYTES
+                self._unread = frame.length if frame.length is not None else LINGER_BYTES
 
         def _discard(self, length: int) -> bool:
             """Read and throw away up to ``length`` bytes (at most LINGER_BYTES) within the request deadline;
@@ -280,7 +331,12 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
             self._send(e.http_code, ctype, body, e.headers)
 
         def _plain(self, code: int, text: str, headers: tuple[tuple[str, str], ...] = ()) -> None:
+            body_unread = self.headers.get("Transfer-Encoding") or self.headers.get("Content-Length", "0") != "0"
+            if body_unread:  # never read as a request: answer, drain until the client closes, close
+                self._linger()
             self._send(code, "text/plain; charset=utf-8", text.encode(), headers)
+            if body_unread:
+                self._discard(self._unread)
 
         def _send(self, code: int, ctype: str, body: bytes, headers: tuple[tuple[str, str], ...] = ()) -> None:
             self._answered = True
