@@ -22,6 +22,9 @@ API's listing ``{"data": [...], "nextCursor": ...}``; each execution becomes one
   cannot select a spec), else the agent node's name; each step's ``agent`` = the node the tool reports
   to (its ``source`` node). Input = ``chatInput`` of the items that fed the agent (the Chat Trigger's
   field, and the agent's default prompt). ``output_ok`` is None: n8n does not judge outputs.
+- Messages: the chat message that started the execution (each chat message is its own execution) is a
+  user message before the first step. Model turns: a run entry with an ``ai_languageModel`` input is one
+  model call; the tool calls after it, up to the next, were issued in its turn.
 - ``call_id`` is None: n8n keeps the model's tool-call id only in the agent's metadata, not on the run.
 """
 
@@ -33,7 +36,7 @@ from typing import Any
 
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.formats import decode_text, loads_json
-from luckrate.core.step import Step, Trajectory, numbered
+from luckrate.core.step import USER, Message, Step, Trajectory, numbered
 
 MAX_FLATTED_ENTRIES = 1_000_000
 """Stored payloads are attacker-influenced: refuse a flatted table larger than this."""
@@ -89,13 +92,29 @@ def _trajectory(execution: dict, source: str, label: str) -> Trajectory:
     entries = _ordered(run_data, where)
     steps = [_step(node, i, entry, where) for node, i, entry in entries if _is_tool_call(entry)]
     agents = _agent_nodes(entries)
+    user_input = _user_input(run_data, agents)
     return Trajectory(
         id=run_id,
         steps=numbered(steps),
         agent=_workflow_name(execution, where) or (agents[0] if agents else None),
-        input=_user_input(run_data, agents),
+        input=user_input,
         output_ok=None,
+        messages=tuple(Message(USER, text, 0) for text in ((user_input,) if isinstance(user_input, str) else user_input)
+                       if text),
+        model_turns=_model_turns(entries),
     )
+
+
+def _model_turns(entries: list[tuple[str, int, dict]]) -> tuple[int | None, ...]:
+    """For each tool call in order, the model call it followed; empty when no model call was logged."""
+    turn, turns, models = None, [], False
+    for _, _, entry in entries:
+        override = entry.get("inputOverride")
+        if isinstance(override, dict) and "ai_languageModel" in override:
+            turn, models = (0 if turn is None else turn + 1), True
+        elif _is_tool_call(entry):
+            turns.append(turn)
+    return tuple(turns) if models else ()
 
 
 def _run_data(execution: dict, where: str) -> dict:
