@@ -190,3 +190,33 @@ def test_file_form_bad_messages_and_turns(extra, error):
     with pytest.raises(InvalidInput) as err:
         trajectory_from_dict({"id": "r", "steps": [{"tool": "get"}], **extra})
     assert str(err.value) == error
+
+
+def _n8n_with_memory(prompt: str | None) -> dict:
+    """The captured clean execution; with ``prompt``, its first model call was prompted with chat memory
+    (a variant derived from the real file, as n8n writes a memory-backed prompt)."""
+    execution = json.loads((TESTDATA / "n8n/clean.json").read_text())
+    if prompt is not None:
+        first = execution["data"]["resultData"]["runData"]["OpenAI Chat Model"][0]
+        first["inputOverride"]["ai_languageModel"][0][0]["json"]["messages"] = [prompt]
+    return execution
+
+
+N8N_CONFIRM = [
+    ("no memory: the request answers nothing", None, [1]),
+    ("memory: the yes answers the agent's question",
+     "System: You are a support agent.\nHuman: Refund ORD-12345 please.\nAI: ORD-12345 was delivered (129). "
+     "Refund it?\nHuman: yes", []),
+    ("memory: the last user message does not affirm",
+     "System: You are a support agent.\nHuman: yes refund ORD-12345\nAI: Which amount?\nHuman: all of it", [1]),
+]
+
+
+@pytest.mark.parametrize("name, prompt, flagged", N8N_CONFIRM, ids=[c[0] for c in N8N_CONFIRM])
+def test_n8n_confirm_reads_the_prompted_conversation(name, prompt, flagged):
+    from luckrate.adapters.n8n import trajectories_from_n8n
+
+    [traj] = trajectories_from_n8n(_n8n_with_memory(prompt), "clean.json")
+    spec = Spec.from_dict({"confirm": ["issue_refund"]})
+    assert [v.step for v in grade(traj, spec).violations if v.check == "confirm"] == flagged
+    assert all(m.before_step == 0 for m in traj.messages)

@@ -69,6 +69,7 @@ NEEDS_TURNS = frozenset({"max_parallel"})
 """Checks that need which model turn issued each call: skipped when the source does not record it."""
 
 DECLARED_BY: dict[str, Callable[[Spec], bool]] = {
+    "max_duration": lambda spec: spec.max_duration is not None,
     "before:same": lambda spec: any(order.same for order in spec.orders),
     "terminal": lambda spec: bool(spec.terminal),
     "confirm": lambda spec: bool(spec.confirm),
