@@ -5,6 +5,11 @@ also given by the user) the real frameworks run on scripted fake chat models —
 list, LangGraph under the OpenInference and the Traceloop instrumentations, the OpenAI Agents SDK under
 the GenAI-conventions instrumentation — and captured real runs are read for CrewAI and n8n. Every
 source must yield exactly the scenario's expected (check, tool) pairs under examples/spec.py.
+
+The policy scenarios (a confirmation given in a second user turn, a cancel without one, a refund of
+another order than the one looked up) run live on every source that runs here; CrewAI and n8n run
+only where their captures exist (both are captured outside CI: see their testdata READMEs), and are
+skipped, saying so, where they do not yet.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
 from luckrate.core.step import Trajectory
 from tests.frameworks import langgraph_agent, openai_agents
-from tests.scenarios import SCENARIOS, Scenario
+from tests.scenarios import POLICY_SCENARIOS, SCENARIOS, Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTDATA = ROOT / "tests" / "testdata"
@@ -49,13 +54,20 @@ def openai_agents_genai(s: Scenario) -> Trajectory:
     return _one(read_otlp(openai_agents.spans_for(s), s.name))
 
 
+def _capture(source: str, s: Scenario) -> Path:
+    path = TESTDATA / source / f"{s.name}.json"
+    if not path.exists() and s in POLICY_SCENARIOS:
+        pytest.skip(f"no {source} capture of {s.name!r} yet ({source} is captured outside CI)")
+    return path
+
+
 def crewai_capture(s: Scenario) -> Trajectory:
-    path = TESTDATA / "crewai" / f"{s.name}.json"
+    path = _capture("crewai", s)
     return _one(crewai.read_file(path.read_bytes(), str(path)))
 
 
 def n8n_capture(s: Scenario) -> Trajectory:
-    path = TESTDATA / "n8n" / f"{s.name}.json"
+    path = _capture("n8n", s)
     return _one(n8n.read_file(path.read_bytes(), str(path)))
 
 
@@ -69,11 +81,23 @@ SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
 }
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("scenario", SCENARIOS + POLICY_SCENARIOS, ids=lambda s: s.name)
 @pytest.mark.parametrize("source", SOURCES)
 def test_same_verdict_on_every_source(source, scenario):
     traj = SOURCES[source](scenario)
     g = grade(traj, SPEC)
-    assert [s.tool for s in traj.steps] == [c.tool for turn in scenario.turns for c in turn]
+    assert [s.tool for s in traj.steps] == [c.tool for c in scenario.calls]
     assert {(v.check, v.tool) for v in g.violations} == scenario.expected
     assert g.path_ok is (not scenario.expected)
+
+
+@pytest.mark.parametrize("source", [s for s in SOURCES if not s.endswith(("-events", "-execution"))])
+def test_the_confirmation_is_placed_after_the_question(source):
+    # The confirmed run's verdict rests on where the user's "yes" sits: after the agent's question,
+    # before the cancel. Every live source must place it there, not just find it.
+    scenario = next(s for s in POLICY_SCENARIOS if s.name == "confirmed")
+    traj = SOURCES[source](scenario)
+    placed = [(m.role, m.text, m.before_step) for m in traj.messages]
+    cancel = next(s.index for s in traj.steps if s.tool == "cancel_order")
+    assert ("agent", scenario.turns[1].text, cancel) in placed
+    assert placed.index(("user", scenario.turns[1].reply, cancel)) == placed.index(("agent", scenario.turns[1].text, cancel)) + 1

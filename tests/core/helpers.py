@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from luckrate.core.step import Step, Trajectory, numbered
+from luckrate.core.step import Message, Step, Trajectory, numbered
 
 
 def step(tool: str, args: dict | None = None, result: str | None = "ok", error: str | None = None,
@@ -11,5 +11,8 @@ def step(tool: str, args: dict | None = None, result: str | None = "ok", error: 
 
 
 def run(*steps: Step, id: str = "r", case: str | None = None, input: str = "", output_ok: bool | None = True,
-        content: bool = True, error: str | None = None) -> Trajectory:
-    return Trajectory(id, numbered(list(steps)), case, None, input, output_ok, content, error)
+        content: bool = True, error: str | None = None, messages: tuple[tuple[str, str, int], ...] = (),
+        turns: tuple[int | None, ...] = ()) -> Trajectory:
+    """``messages`` as ``(role, text, before_step)``; ``turns`` the model turn of each step."""
+    return Trajectory(id, numbered(list(steps)), case, None, input, output_ok, content, error,
+                      tuple(Message(*m) for m in messages), tuple(turns))

@@ -30,7 +30,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import ConfigDict
 
-from tests.scenarios import Call, Scenario
+from tests.scenarios import Ask, Call, Scenario
 
 Instrumentation = Literal["openinference", "traceloop"]
 OUTPUT_OK_KEY = "luckrate.output_ok"
@@ -73,7 +73,9 @@ class ScriptedChatModel(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
         turn = sum(isinstance(m, AIMessage) for m in messages)
         turns = self.scenario.turns
-        if turn < len(turns):
+        if turn < len(turns) and isinstance(turns[turn], Ask):
+            message = AIMessage(content=turns[turn].text)
+        elif turn < len(turns):
             calls = [
                 {"name": c.tool, "args": dict(c.args), "id": f"call_{turn}_{n}", "type": "tool_call"}
                 for n, c in enumerate(turns[turn])
@@ -89,7 +91,7 @@ class _Script:
     in one turn run on ToolNode's thread pool, hence the lock."""
 
     def __init__(self, scenario: Scenario):
-        self._pending = [c for turn in scenario.turns for c in turn]
+        self._pending = scenario.calls
         self._lock = threading.Lock()
 
     def answer(self, tool: str, args: dict[str, Any]) -> str:
@@ -108,7 +110,7 @@ def _outcome(call: Call) -> str:
 
 
 def _tools(script: _Script) -> list[BaseTool]:
-    """The six tools of tests/scenarios.py, with real argument schemas."""
+    """The tools of tests/scenarios.py (POLICY_TOOLS), with real argument schemas."""
 
     def lookup_order(order_id: str) -> str:
         """Look up an order by id."""
@@ -134,8 +136,12 @@ def _tools(script: _Script) -> list[BaseTool]:
         """Hand the conversation to a human."""
         return script.answer("escalate_to_human", {"reason": reason})
 
+    def cancel_order(order_id: str) -> str:
+        """Cancel an order."""
+        return script.answer("cancel_order", {"order_id": order_id})
+
     fns: list[Callable[..., str]] = [
-        lookup_order, issue_refund, fetch_webpage, send_email, delete_account, escalate_to_human,
+        lookup_order, issue_refund, fetch_webpage, send_email, delete_account, escalate_to_human, cancel_order,
     ]
     return [StructuredTool.from_function(f) for f in fns]
 
@@ -165,9 +171,17 @@ def build_agent(scenario: Scenario, **compile_kwargs: Any):
 
 
 def run_scenario(scenario: Scenario) -> list[BaseMessage]:
-    """Run the agent on the scenario's user message; return the final message list."""
-    state = build_agent(scenario).invoke({"messages": [HumanMessage(content=scenario.user)]})
-    return list(state["messages"])
+    """Run the agent on the scenario's user message, and again on the user's reply after each ``Ask``
+    turn (the graph ends when the model answers in text); return the final message list."""
+    graph = build_agent(scenario)
+    messages: list[BaseMessage] = [HumanMessage(content=scenario.user)]
+    for _ in range(len(scenario.turns) + 1):
+        messages = list(graph.invoke({"messages": messages})["messages"])
+        asked = sum(isinstance(m, AIMessage) for m in messages) - 1
+        if not (asked < len(scenario.turns) and isinstance(scenario.turns[asked], Ask)):
+            return messages
+        messages.append(HumanMessage(content=scenario.turns[asked].reply))
+    raise AssertionError("the scripted conversation did not end")
 
 
 def run_until_interrupt(scenario: Scenario, before_turn: int) -> list[BaseMessage]:

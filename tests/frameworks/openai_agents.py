@@ -41,7 +41,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.scenarios import Call, Scenario
+from tests.scenarios import Ask, Call, Scenario
 
 OUTPUT_OK_KEY = "luckrate.output_ok"
 AGENT = "support_agent"
@@ -62,8 +62,9 @@ _LOCK = threading.Lock()  # the instrumentor and the SDK's trace provider are pr
 class ScriptedChatModel(Model):
     """Returns the scenario's turns in order: each turn's tool calls, then the answer text."""
 
-    def __init__(self, turns: Sequence[Sequence[Call]], answer: str, prefix: str = "call"):
-        self._outputs = [self._tool_turn(i, turn, prefix) for i, turn in enumerate(turns)]
+    def __init__(self, turns: Sequence[Sequence[Call] | Ask], answer: str, prefix: str = "call"):
+        self._outputs = [[_text(turn.text)] if isinstance(turn, Ask) else self._tool_turn(i, turn, prefix)
+                         for i, turn in enumerate(turns)]
         self._outputs.append([_text(answer)])
 
     @staticmethod
@@ -119,9 +120,8 @@ class _ToolScript:
 
     def __init__(self, scenario: Scenario):
         self.pending: dict[str, list[Call]] = {}
-        for turn in scenario.turns:
-            for call in turn:
-                self.pending.setdefault(call.tool, []).append(call)
+        for call in scenario.calls:
+            self.pending.setdefault(call.tool, []).append(call)
 
     def answer(self, tool: str) -> str:
         call = self.pending[tool].pop(0)
@@ -161,7 +161,12 @@ def _tools(script: _ToolScript) -> list[Any]:
         """Hand the conversation to a person."""
         return script.answer("escalate_to_human")
 
-    return [lookup_order, issue_refund, fetch_webpage, send_email, delete_account, escalate_to_human]
+    @function_tool
+    def cancel_order(order_id: str) -> str:
+        """Cancel an order."""
+        return script.answer("cancel_order")
+
+    return [lookup_order, issue_refund, fetch_webpage, send_email, delete_account, escalate_to_human, cancel_order]
 
 
 def _agents(scenario: Scenario, multi_agent: bool) -> Agent:
@@ -200,11 +205,23 @@ def run(
         try:
             config = RunConfig(workflow_name=f"scenario {scenario.name}", trace_include_sensitive_data=capture)
             with _eval_span(provider, scenario, output_ok):
-                asyncio.run(Runner.run(_agents(scenario, multi_agent), scenario.user, run_config=config))
+                asyncio.run(_converse(_agents(scenario, multi_agent), scenario, config))
         finally:
             instrumentor.uninstrument()
             restore()
     return list(exporter.get_finished_spans())
+
+
+async def _converse(agent: Agent, scenario: Scenario, config: RunConfig) -> None:
+    """One run per user message: the scenario's, then the user's reply after each ``Ask`` turn (a run
+    ends when the model answers in text), each run continuing the conversation so far."""
+    conversation: Any = scenario.user
+    for reply in [turn.reply for turn in scenario.turns if isinstance(turn, Ask)] + [None]:
+        result = await Runner.run(agent, conversation, run_config=config)
+        if reply is None:
+            return
+        agent = result.last_agent
+        conversation = result.to_input_list() + [{"role": "user", "content": reply}]
 
 
 _CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"

@@ -20,6 +20,11 @@ else the order of the list; ties keep list order. Steps are in the order of thei
 seconds (a time without zone is UTC); ``duration`` comes from ``started_at``/``finished_at``, else
 from the two events' timestamps.
 
+Model turns: CrewAI runs the calls of one model turn together and waits for all of them before asking
+the model again, so a call started while another call of the same agent is still open was issued in
+that call's turn. Messages: the tool-usage events record no human input (a task's ``human_input`` is
+asked on the console), so ``messages`` stays empty and ``confirm`` is skipped.
+
 The run's ``input`` is the task descriptions (``task_name``) in order of first use; its ``agent`` is the
 one given, else the agents' role when every step has the same one, else None (the ``*`` spec).
 
@@ -86,6 +91,7 @@ def trajectory_from_events(
     parsed = [e for i, raw in enumerate(events) if (e := _read(raw, i)) is not None]
     calls = _pair(parsed)
     steps = [_step(start, end) for start, end in calls]
+    turns = _model_turns(calls, _run_order(parsed)) if parsed else ()
     tasks = list(dict.fromkeys(e.task for start, end in calls if (e := start or end).task))
     roles = {s.agent for s in steps}
     return Trajectory(
@@ -95,7 +101,29 @@ def trajectory_from_events(
         agent=agent if agent is not None else (roles.pop() if len(roles) == 1 else None),
         input=input if input is not None else (tasks[0] if len(tasks) == 1 else tuple(tasks)),
         output_ok=output_ok,
+        model_turns=turns,
     )
+
+
+def _model_turns(calls: list[tuple[_Event | None, _Event | None]], rank: dict[int, int]) -> tuple[int | None, ...]:
+    """Per call in run order: its turn, shared with the agent's calls still open when it started."""
+    open_turn: dict[str | None, tuple[int, float]] = {}  # agent role -> (turn, rank its last call ends at)
+    turns: list[int | None] = []
+    count = 0
+    for start, end in calls:
+        if start is None:
+            turns.append(None)
+            continue
+        begins, ends = rank[start.position], rank[end.position] if end is not None else float("inf")
+        current = open_turn.get(start.role)
+        if current is not None and current[1] > begins:
+            turn = current[0]
+            open_turn[start.role] = (turn, max(current[1], ends))
+        else:
+            turn, count = count, count + 1
+            open_turn[start.role] = (turn, ends)
+        turns.append(turn)
+    return tuple(turns)
 
 
 def _getter(raw: Any, i: int):

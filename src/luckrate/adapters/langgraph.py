@@ -11,7 +11,10 @@ as ``langchain_core.messages.messages_to_dict`` writes it (``{"type": "ai", "dat
 - A tool message with ``status == "error"`` makes the step failed: ``error`` is its text.
 - An ``invalid_tool_calls`` entry (arguments the model produced but LangChain could not parse) is a
   step too: the agent did ask for the tool. It never ran, so it is failed with the parse error.
-- Human messages are the input (one string, or a tuple when there are several).
+- Human messages are the input (one string, or a tuple when there are several), and each is a user
+  ``Message`` placed among the steps; an AI message with text and no tool calls is an agent ``Message``.
+- The tool calls of one AI message were issued in one model turn: ``model_turns`` holds, for each step,
+  the index of the AI message that issued it.
 - ``t`` and ``duration`` are 0.0: messages carry no clock, and order is list position.
 
 File form read by ``read_langgraph`` and ``read_file`` (the CLI's ``--format langgraph``):
@@ -33,7 +36,7 @@ from typing import Any
 
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.documents import json_documents, run_header
-from luckrate.core.step import Step, Trajectory, numbered
+from luckrate.core.step import AGENT, USER, Message, Step, Trajectory, numbered
 
 _AI = {"ai", "AIMessageChunk"}
 _HUMAN = {"human", "HumanMessageChunk"}
@@ -65,12 +68,20 @@ def trajectory_from_messages(
         raise InvalidInput(f"expected a list of messages, got {type(messages).__name__}")
     steps: list[Step] = []
     inputs: list[str] = []
+    said: list[Message] = []
+    turns: list[int] = []
     for i, raw in enumerate(messages):
         message = _read(raw, i)
         if message.kind in _HUMAN:
             inputs.append(_text(message.content, f"messages[{i}].content"))
+            said.append(Message(USER, inputs[-1], len(steps)))
         elif message.kind in _AI:
-            steps.extend(_issued(message, i, len(steps)))
+            issued = _issued(message, i, len(steps))
+            steps.extend(issued)
+            turns.extend([i] * len(issued))
+            text = "" if issued else _text(message.content, f"messages[{i}].content")
+            if text.strip():
+                said.append(Message(AGENT, text, len(steps)))
         elif message.kind in _TOOL:
             _answer(steps, message, i)
     return Trajectory(
@@ -80,6 +91,8 @@ def trajectory_from_messages(
         agent=agent,
         input=inputs[0] if len(inputs) == 1 else tuple(inputs),
         output_ok=output_ok,
+        messages=tuple(said),
+        model_turns=tuple(turns),
     )
 
 

@@ -22,18 +22,24 @@ API's listing ``{"data": [...], "nextCursor": ...}``; each execution becomes one
   cannot select a spec), else the agent node's name; each step's ``agent`` = the node the tool reports
   to (its ``source`` node). Input = ``chatInput`` of the items that fed the agent (the Chat Trigger's
   field, and the agent's default prompt). ``output_ok`` is None: n8n does not judge outputs.
+- Messages: each chat message is an execution of its own, so all of an execution's messages come before
+  its first step: the conversation the first model call was prompted with (n8n logs the prompt as
+  ``System: ...\nHuman: ...\nAI: ...`` text; with chat memory it holds the earlier turns, so a "yes"
+  follows the agent's question), else the chat message that started the execution. Model turns: a run entry with an ``ai_languageModel`` input is one
+  model call; the tool calls after it, up to the next, were issued in its turn.
 - ``call_id`` is None: n8n keeps the model's tool-call id only in the agent's metadata, not on the run.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.formats import decode_text, loads_json
-from luckrate.core.step import Step, Trajectory, numbered
+from luckrate.core.step import AGENT, USER, Message, Step, Trajectory, numbered
 
 MAX_FLATTED_ENTRIES = 1_000_000
 """Stored payloads are attacker-influenced: refuse a flatted table larger than this."""
@@ -89,13 +95,56 @@ def _trajectory(execution: dict, source: str, label: str) -> Trajectory:
     entries = _ordered(run_data, where)
     steps = [_step(node, i, entry, where) for node, i, entry in entries if _is_tool_call(entry)]
     agents = _agent_nodes(entries)
+    user_input = _user_input(run_data, agents)
     return Trajectory(
         id=run_id,
         steps=numbered(steps),
         agent=_workflow_name(execution, where) or (agents[0] if agents else None),
-        input=_user_input(run_data, agents),
+        input=user_input,
         output_ok=None,
+        messages=_prompted(entries) or tuple(
+            Message(USER, text, 0) for text in ((user_input,) if isinstance(user_input, str) else user_input) if text),
+        model_turns=_model_turns(entries),
     )
+
+
+_PROMPT_TURN = re.compile(r"(?:^|\n)(System|Human|AI|Tool): ")
+
+
+def _prompted(entries: list[tuple[str, int, dict]]) -> tuple[Message, ...]:
+    """The user's and the agent's messages in the first model call's prompt text (see the module docstring).
+    An AI turn that is a JSON list is tool calls, not a message."""
+    for _, _, entry in entries:
+        override = entry.get("inputOverride")
+        if not (isinstance(override, dict) and "ai_languageModel" in override):
+            continue
+        try:
+            prompt = override["ai_languageModel"][0][0]["json"]["messages"][0]
+        except (LookupError, TypeError):
+            return ()
+        if not isinstance(prompt, str):
+            return ()
+        parts = _PROMPT_TURN.split(prompt)  # ["", role, text, role, text, ...]
+        out = []
+        for role, text in zip(parts[1::2], parts[2::2]):
+            if role == "Human" and text.strip():
+                out.append(Message(USER, text, 0))
+            elif role == "AI" and text.strip() and not text.lstrip().startswith("["):
+                out.append(Message(AGENT, text, 0))
+        return tuple(out)
+    return ()
+
+
+def _model_turns(entries: list[tuple[str, int, dict]]) -> tuple[int | None, ...]:
+    """For each tool call in order, the model call it followed; empty when no model call was logged."""
+    turn, turns, models = None, [], False
+    for _, _, entry in entries:
+        override = entry.get("inputOverride")
+        if isinstance(override, dict) and "ai_languageModel" in override:
+            turn, models = (0 if turn is None else turn + 1), True
+        elif _is_tool_call(entry):
+            turns.append(turn)
+    return tuple(turns) if models else ()
 
 
 def _run_data(execution: dict, where: str) -> dict:

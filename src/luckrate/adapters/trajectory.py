@@ -3,7 +3,10 @@
     {"id": "run-7", "case": "refund", "agent": "support", "input": "Please refund order ORD-12345",
      "output_ok": true, "steps": [{"tool": "lookup_order", "args": {"order_id": "ORD-12345"}, ...}]}
 
-In a step only ``tool`` is required; missing fields take their defaults.
+In a step only ``tool`` is required; missing fields take their defaults. Beside the steps a run may
+carry ``messages`` (``[{"role": "user"|"agent", "text": ..., "before_step": N}]``, the conversation placed
+among the steps) and ``model_turns`` (one entry per step: the model turn that issued it, or null). Without
+``input``, the user's messages are the input.
 """
 
 from __future__ import annotations
@@ -14,10 +17,10 @@ from typing import Any
 
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.documents import json_documents
-from luckrate.core.step import Step, Trajectory, numbered
+from luckrate.core.step import AGENT, USER, Message, Step, Trajectory, numbered
 
 _STEP_FIELDS = {"index", "tool", "args", "result", "error", "t", "duration", "agent", "call_id"}
-_RUN_FIELDS = {"id", "case", "agent", "input", "output_ok", "steps", "content", "error"}
+_RUN_FIELDS = {"id", "case", "agent", "input", "output_ok", "steps", "content", "error", "messages", "model_turns"}
 
 
 def trajectory_from_dict(obj: Any) -> Trajectory:
@@ -41,9 +44,14 @@ def trajectory_from_dict(obj: Any) -> Trajectory:
     for key in ("case", "agent", "error"):
         if obj.get(key) is not None and not isinstance(obj[key], str):
             raise InvalidInput(f"run {run_id!r}: '{key}' must be a string or null")
+    messages = _messages(obj.get("messages", []), run_id, len(steps))
+    if "input" not in obj and messages:
+        user_input = tuple(m.text for m in messages if m.role == USER)
     return Trajectory(
         id=run_id,
         steps=numbered([_step(s, run_id, i) for i, s in enumerate(steps)]),
+        messages=messages,
+        model_turns=_model_turns(obj.get("model_turns", []), run_id, len(steps)),
         case=obj.get("case"),
         agent=obj.get("agent"),
         input=user_input,
@@ -83,6 +91,37 @@ def _step(obj: Any, run_id: str, i: int) -> Step:
     )
 
 
+def _messages(value: Any, run_id: str, steps: int) -> tuple[Message, ...]:
+    if not isinstance(value, list):
+        raise InvalidInput(f"run {run_id!r}: 'messages' must be a list")
+    out, last = [], 0
+    for i, m in enumerate(value):
+        where = f"run {run_id!r} messages[{i}]"
+        if not isinstance(m, dict):
+            raise InvalidInput(f"{where}: expected an object")
+        if m.get("role") not in (USER, AGENT):
+            raise InvalidInput(f"{where}: 'role' must be \"user\" or \"agent\"")
+        if not isinstance(m.get("text"), str):
+            raise InvalidInput(f"{where}: missing 'text' (a string)")
+        at = m.get("before_step")
+        if isinstance(at, bool) or not isinstance(at, int) or not last <= at <= steps:
+            raise InvalidInput(f"{where}: 'before_step' must be an integer from {last} to {steps} (messages in order)")
+        out.append(Message(m["role"], m["text"], at))
+        last = at
+    return tuple(out)
+
+
+def _model_turns(value: Any, run_id: str, steps: int) -> tuple[int | None, ...]:
+    if value == []:
+        return ()
+    if not isinstance(value, list) or len(value) != steps:
+        raise InvalidInput(f"run {run_id!r}: 'model_turns' must be a list with one entry per step ({steps})")
+    for i, turn in enumerate(value):
+        if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int)):
+            raise InvalidInput(f"run {run_id!r} model_turns[{i}]: must be an integer or null")
+    return tuple(value)
+
+
 def trajectory_to_dict(traj: Trajectory) -> dict[str, Any]:
     """The file form of a trajectory (what ``luckrate convert`` prints)."""
     out: dict[str, Any] = {
@@ -93,6 +132,10 @@ def trajectory_to_dict(traj: Trajectory) -> dict[str, Any]:
         "output_ok": traj.output_ok,
         "steps": [asdict(s) for s in traj.steps],
     }
+    if traj.messages:
+        out["messages"] = [asdict(m) for m in traj.messages]
+    if traj.model_turns:
+        out["model_turns"] = list(traj.model_turns)
     if not traj.content:
         out["content"] = False
     if traj.error is not None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from luckrate.core.checks import CHECKS, NEEDS_CLOCK, NEEDS_CONTENT, NEEDS_INPUT, PROVENANCE_CHECKS
+from luckrate.core.checks import (CHECKS, DECLARED_BY, NEEDS_CLOCK, NEEDS_CONTENT, NEEDS_INPUT, NEEDS_MESSAGES, NEEDS_TURNS,
+                                  PROVENANCE_CHECKS, TRACED_CHECKS)
 from luckrate.core.provenance import Provenance, trace
 from luckrate.core.spec import Spec
 from luckrate.core.step import Trajectory
@@ -53,6 +54,10 @@ def _skip_reason(check: str, traj: Trajectory) -> str | None:
         return "no user input recorded"
     if check in NEEDS_CLOCK and not traj.has_clock:
         return "no clock"
+    if check in NEEDS_MESSAGES and not traj.messages:
+        return "no messages recorded"
+    if check in NEEDS_TURNS and not traj.model_turns:
+        return "no model turns recorded"
     return None
 
 
@@ -70,7 +75,7 @@ def grade(traj: Trajectory, spec: Spec) -> RunGrade:
     skipped: list[str] = []
 
     def runnable(name: str) -> bool:
-        if not spec.enabled(name):
+        if not spec.enabled(name.partition(":")[0]) or not DECLARED_BY.get(name, bool)(spec):
             return False
         reason = _skip_reason(name, traj)
         if reason:
@@ -81,9 +86,12 @@ def grade(traj: Trajectory, spec: Spec) -> RunGrade:
         if runnable(name):
             violations.extend(check(traj, spec))
     wanted = [(name, check) for name, check in PROVENANCE_CHECKS if runnable(name)]
-    if wanted:
+    with_traj = [(name, check) for name, check in TRACED_CHECKS if runnable(name)]
+    if wanted or with_traj:
         args = traced(traj, spec)
         for _, check in wanted:
             violations.extend(check(args, spec))
+        for _, check in with_traj:
+            violations.extend(check(traj, args, spec))
     violations.sort(key=lambda v: (v.step if v.step is not None else -1))
     return RunGrade(traj.id, traj.case_id, traj.agent, traj.output_ok, tuple(violations), tuple(skipped))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import runpy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -31,11 +32,17 @@ DEFAULT_SEVERITY: dict[str, Severity] = {
     "max_duration": Severity.SOFT,
     "ungrounded": Severity.WARN,
     "unknown_tool": Severity.WARN,
+    "confirm": Severity.HARD,
+    "terminal": Severity.HARD,
+    "once_per": Severity.HARD,
+    "arg": Severity.HARD,
+    "max_parallel": Severity.SOFT,
 }
 """Every check's name and default severity; ``spec["severity"]`` overrides per check."""
 
 _TOOL_LISTS = ("required", "forbidden", "untrusted", "privileged")
-_KEYS = {"tools", *_TOOL_LISTS, "before", "max_steps", "max_failures", "max_duration", "severity"}
+_KEYS = {"tools", *_TOOL_LISTS, "before", "max_steps", "max_failures", "max_duration", "severity",
+         "confirm", "confirm_pattern", "terminal", "once_per", "max_parallel", "args"}
 
 
 class InvalidSpec(ValueError):
@@ -71,6 +78,20 @@ class Spec:
     ``{"*"}`` for the whole result. A tool from the list form is absent: its free text is untrusted."""
     privileged: frozenset[str] = frozenset()
     overrides: Mapping[str, Severity] = field(default_factory=dict)
+    orders: tuple[Order, ...] = ()
+    """The dict form of ``before``: every call to a ``then`` tool needs an earlier successful ``first`` call."""
+    confirm: frozenset[str] = frozenset()
+    """Tools whose every call needs an affirmative user turn after the agent's last message."""
+    confirm_pattern: re.Pattern[str] | None = None
+    """What affirms (``DEFAULT_CONFIRM`` unless the spec sets ``confirm_pattern``)."""
+    terminal: frozenset[str] = frozenset()
+    """Tools after whose successful call no tool call may follow."""
+    once_per: Mapping[str, str] = field(default_factory=dict)
+    """Tool -> argument: at most one successful call per distinct value of that argument."""
+    max_parallel: int | None = None
+    """At most this many tool calls issued in one model turn."""
+    args: Mapping[str, Mapping[str, ArgRule]] = field(default_factory=dict)
+    """Tool -> argument -> the rule its value must keep."""
 
     def severity(self, check: str) -> Severity:
         return self.overrides.get(check, DEFAULT_SEVERITY[check])
@@ -103,6 +124,7 @@ class Spec:
         max_steps = _number(raw, "max_steps", int, problems)
         max_failures = _number(raw, "max_failures", int, problems)
         max_duration = _number(raw, "max_duration", float, problems)
+        policy = _policy(raw, problems, vocab)
         if problems:
             raise InvalidSpec(name, problems)
         return cls(
@@ -115,6 +137,7 @@ class Spec:
             max_failures=3 if max_failures is None else max_failures,
             max_duration=max_duration,
             overrides=overrides,
+            **policy,
         )
 
 
@@ -171,6 +194,8 @@ def _pairs(value: Any, problems: list, vocab: set[str]) -> tuple[tuple[str, str]
         return ()
     pairs = []
     for i, pair in enumerate(value):
+        if isinstance(pair, Mapping):
+            continue  # the dict form: _orders reads it
         if isinstance(pair, str) or not isinstance(pair, (list, tuple)) or len(pair) != 2:
             problems.append((f"before[{i}]", f"must be a pair (earlier_tool, later_tool), got {pair!r}"))
             continue
@@ -205,6 +230,210 @@ def _number(raw: Mapping, key: str, kind: type, problems: list) -> Any:
         problems.append((key, f"must be a positive {'integer' if kind is int else 'number'}, got {value!r}"))
         return None
     return kind(value)
+
+
+# ---- The policy keys: before's dict form, confirm, terminal, once_per, max_parallel, args ----
+
+DEFAULT_CONFIRM = (r"(?is)^(?!.*\b(?:no|not|don'?t|do not|never|wait|stop|hold on)\b)"
+                   r".*\b(?:yes|yeah|yep|yup|sure|ok(?:ay)?|confirm(?:ed|s)?|proceed|go ahead|do it|please do"
+                   r"|correct|that'?s right|affirmative|approved?)\b")
+"""What affirms by default: a yes-word (yes, sure, ok, confirm, proceed, go ahead, do it, correct, ...)
+in a message holding no negation (no, not, don't, never, wait, stop, hold on)."""
+
+_RULE_KEYS = ("in", "min", "max", "match", "from")
+
+
+@dataclass(frozen=True)
+class Order:
+    """``before``'s dict form: every call to a ``then`` tool needs an earlier successful ``first`` call."""
+
+    first: frozenset[str]
+    then: frozenset[str]
+    same: tuple[str, str] | None = None
+    """``(argument in the then call, argument in the first call)`` whose values must be equal; None = any."""
+
+
+@dataclass(frozen=True)
+class ArgRule:
+    """What one argument's value must be; every part that is set must hold."""
+
+    allowed: frozenset | None = None
+    """``in``: the allowed values, as ``value_key``s."""
+    low: float | None = None
+    high: float | None = None
+    match: re.Pattern[str] | None = None
+    """``match``: the whole value (as text) must match."""
+    sources: frozenset[str] | None = None
+    """``from``: source names (``user``, ``tool:<name>``) the value must be traceable to."""
+
+
+def value_key(value: Any) -> Any:
+    """A hashable key under which equal argument values meet: numbers by value (1 == 1.0), strings
+    ignoring case, booleans apart from numbers, lists and dicts by their canonical JSON."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, (int, float)):
+        return ("num", value)
+    if isinstance(value, str):
+        return ("str", value.casefold())
+    return ("json", json.dumps(value, sort_keys=True, default=str))
+
+
+def _policy(raw: Mapping, problems: list, vocab: set[str]) -> dict[str, Any]:
+    """The policy keys' fields of ``Spec``, validated; problems are appended with their location."""
+    return {
+        "orders": _orders(raw.get("before", ()), problems, vocab),
+        "confirm": frozenset(_names(raw.get("confirm", ()), "confirm", problems, vocab)),
+        "confirm_pattern": _regex(raw.get("confirm_pattern", DEFAULT_CONFIRM), "confirm_pattern", problems),
+        "terminal": frozenset(_names(raw.get("terminal", ()), "terminal", problems, vocab)),
+        "once_per": _once_per(raw.get("once_per", {}), problems, vocab),
+        "max_parallel": _number(raw, "max_parallel", int, problems),
+        "args": _args(raw.get("args", {}), problems, vocab),
+    }
+
+
+def _orders(value: Any, problems: list, vocab: set[str]) -> tuple[Order, ...]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        return ()  # _pairs reports it
+    orders = []
+    for i, entry in enumerate(value):
+        if not isinstance(entry, Mapping):
+            continue
+        where = f"before[{i}]"
+        for key in entry:
+            if key not in ("first", "then", "same"):
+                problems.append((f"{where}.{key}", f"unknown key{_suggest(str(key), ('first', 'then', 'same'))}"))
+        first = _one_or_many(entry.get("first"), f"{where}.first", problems, vocab)
+        then = _one_or_many(entry.get("then"), f"{where}.then", problems, vocab)
+        same = _same(entry.get("same"), f"{where}.same", problems)
+        if first and then:
+            orders.append(Order(frozenset(first), frozenset(then), same))
+    return tuple(orders)
+
+
+def _one_or_many(value: Any, where: str, problems: list, vocab: set[str]) -> list[str]:
+    if value is None:
+        problems.append((where, "missing: a tool name or a list of tool names"))
+        return []
+    names = _names([value] if isinstance(value, str) else value, where, problems, vocab)
+    if not names and isinstance(value, (list, tuple)) and not value:
+        problems.append((where, "must name at least one tool"))
+    return names
+
+
+def _same(value: Any, where: str, problems: list) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and value:
+        return value, value
+    if (isinstance(value, (list, tuple)) and len(value) == 2
+            and all(isinstance(v, str) and v for v in value)):
+        return value[0], value[1]
+    problems.append((where, f"must be an argument name or [argument in then call, argument in first call], got {value!r}"))
+    return None
+
+
+def _regex(value: Any, where: str, problems: list) -> re.Pattern[str] | None:
+    if not isinstance(value, str):
+        problems.append((where, f"must be a regular expression (a string), got {type(value).__name__}"))
+        return None
+    try:
+        return re.compile(value)
+    except re.error as e:
+        problems.append((where, f"bad regular expression {value!r}: {e}"))
+        return None
+
+
+def _tool_dict(value: Any, key: str, what: str, problems: list, vocab: set[str]) -> dict[str, Any]:
+    """A dict keyed by tool name, with unknown tools reported (the values are the caller's)."""
+    if not isinstance(value, Mapping):
+        problems.append((key, f"must be a dict of tool name to {what}, got {type(value).__name__}"))
+        return {}
+    out = {}
+    for tool, inner in value.items():
+        if not isinstance(tool, str) or not tool:
+            problems.append((key, f"must be keyed by tool names, got {tool!r}"))
+        elif vocab and tool not in vocab:
+            problems.append((f"{key}.{tool}", f"unknown tool {tool!r}{_suggest(tool, vocab)}"))
+        else:
+            out[tool] = inner
+    return out
+
+
+def _once_per(value: Any, problems: list, vocab: set[str]) -> dict[str, str]:
+    out = {}
+    for tool, arg in _tool_dict(value, "once_per", "argument name", problems, vocab).items():
+        if isinstance(arg, str) and arg:
+            out[tool] = arg
+        else:
+            problems.append((f"once_per.{tool}", f"must be an argument name (non-empty string), got {arg!r}"))
+    return out
+
+
+def _args(value: Any, problems: list, vocab: set[str]) -> dict[str, dict[str, ArgRule]]:
+    out: dict[str, dict[str, ArgRule]] = {}
+    for tool, rules in _tool_dict(value, "args", "{argument: rule}", problems, vocab).items():
+        if not isinstance(rules, Mapping) or not rules:
+            problems.append((f"args.{tool}", f"must be a non-empty dict of argument name to rule, got {rules!r}"))
+            continue
+        for arg, rule in rules.items():
+            parsed = _rule(rule, f"args.{tool}.{arg}", problems, vocab)
+            if parsed is not None:
+                out.setdefault(tool, {})[str(arg)] = parsed
+    return out
+
+
+def _rule(rule: Any, where: str, problems: list, vocab: set[str]) -> ArgRule | None:
+    if not isinstance(rule, Mapping) or not rule:
+        problems.append((where, f"must be a rule: a dict with any of {', '.join(_RULE_KEYS)}, got {rule!r}"))
+        return None
+    before = len(problems)
+    for key in rule:
+        if key not in _RULE_KEYS:
+            problems.append((f"{where}.{key}", f"unknown rule{_suggest(str(key), _RULE_KEYS)}"))
+    allowed = None
+    if "in" in rule:
+        values = rule["in"]
+        if isinstance(values, (str, Mapping)) or not isinstance(values, (list, tuple)) or not values:
+            problems.append((f"{where}.in", f"must be a non-empty list of allowed values, got {values!r}"))
+        else:
+            allowed = frozenset(value_key(v) for v in values)
+    low, high = (_bound(rule, k, where, problems) for k in ("min", "max"))
+    if low is not None and high is not None and low > high:
+        problems.append((where, f"min {low!r} is greater than max {high!r}"))
+    match = _regex(rule["match"], f"{where}.match", problems) if "match" in rule else None
+    sources = _sources(rule["from"], f"{where}.from", problems, vocab) if "from" in rule else None
+    if len(problems) > before:
+        return None
+    return ArgRule(allowed, low, high, match, sources)
+
+
+def _bound(rule: Mapping, key: str, where: str, problems: list) -> float | None:
+    value = rule.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        problems.append((f"{where}.{key}", f"must be a number, got {value!r}"))
+        return None
+    return value
+
+
+def _sources(value: Any, where: str, problems: list, vocab: set[str]) -> frozenset[str]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value:
+        problems.append((where, f"must be a non-empty list of sources (\"user\", \"tool:NAME\"), got {value!r}"))
+        return frozenset()
+    out = set()
+    for i, source in enumerate(value):
+        tool = source.removeprefix("tool:") if isinstance(source, str) and source.startswith("tool:") else None
+        if source == "user":
+            out.add(source)
+        elif not tool:
+            problems.append((f"{where}[{i}]", f"must be \"user\" or \"tool:NAME\", got {source!r}"))
+        elif vocab and tool not in vocab:
+            problems.append((f"{where}[{i}]", f"unknown tool {tool!r}{_suggest(tool, vocab)}"))
+        else:
+            out.add(source)
+    return frozenset(out)
 
 
 FALLBACK = "*"

@@ -38,6 +38,22 @@ class Step:
         return self.error is None and self.result is not None
 
 
+USER = "user"
+AGENT = "agent"
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of the conversation between the user and the agent, placed among the steps."""
+
+    role: str
+    """``user``, or ``agent``: a model response with text and no tool calls, which hands the
+    conversation back to the user (text beside tool calls is narration, not a message)."""
+    text: str
+    before_step: int
+    """Index of the first step issued after the message (``len(steps)`` when no step follows)."""
+
+
 @dataclass(frozen=True)
 class Trajectory:
     """One run: its steps in order plus what identifies it and how its output was judged."""
@@ -58,6 +74,17 @@ class Trajectory:
     """False when the source recorded no arguments/results (content capture off): provenance is unavailable."""
     error: str | None = None
     """Set when the run itself crashed (suite runner); graded as ``run_error``."""
+    messages: tuple[Message, ...] = ()
+    """The user's and the agent's messages in order, each placed among the steps; empty when the
+    source recorded none (``confirm`` is then skipped)."""
+    model_turns: tuple[int | None, ...] = ()
+    """Beside ``steps``, one entry per step: the model turn (one model response) that issued it, so
+    steps sharing a number were issued in parallel; None where that step's turn is unknown. Empty
+    when the source does not record turns (``max_parallel`` is then skipped)."""
+
+    def __post_init__(self) -> None:
+        if self.model_turns and len(self.model_turns) != len(self.steps):
+            raise ValueError(f"model_turns has {len(self.model_turns)} entries for {len(self.steps)} steps")
 
     @property
     def case_id(self) -> str:

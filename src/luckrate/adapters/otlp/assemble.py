@@ -13,6 +13,7 @@ from luckrate.adapters.otlp.payloads import parse_args, result_text
 from luckrate.adapters.otlp.roles import AgentRole, ModelRole, Role, ToolRole, classify
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.adapters.otlp.tree import Tree
+from luckrate.adapters.otlp.turns import conversation, model_turns
 from luckrate.core.step import Step, Trajectory
 
 ERROR = 2  # OTLP Status.StatusCode.STATUS_CODE_ERROR; OK (1) and UNSET (0) are both success
@@ -51,6 +52,8 @@ class _Assembly:
         calls, captured = self._tool_calls()
         models = [(r, output_messages(r) or [], self.agent_of(r)) for r in self._spans(ModelRole)]
         joined = sorted(join(calls, requests_from(models), self._responses()), key=lambda c: c.key)
+        model_spans = self._spans(ModelRole)
+        others = [r for r in self.tree.spans if not isinstance(self.roles[r.span_id], ModelRole)]
         return Trajectory(
             id=run_id,
             steps=tuple(self._step(i, c) for i, c in enumerate(joined)),
@@ -58,6 +61,8 @@ class _Assembly:
             input=self._input(),
             output_ok=output_ok(self.tree.spans, self.tree.depth, self.rule),
             content=captured or self._messages_captured(),
+            messages=conversation([(m[0], m[1]) for m in models], [c.start_ns for c in joined], others),
+            model_turns=model_turns(joined, model_spans),
         )
 
     def _spans(self, *kinds: type) -> list[SpanRecord]:

@@ -36,6 +36,8 @@ class Call:
     """Ordering key: start ns, end ns, span id, position within a model message."""
     agent: str | None
     call_id: str | None
+    model: bytes | None = None
+    """The span id of the model call whose request this call answers (None when no request names it)."""
 
 
 @dataclass
@@ -72,7 +74,7 @@ def join(calls: list[Call], requests: list[_Request], responses: dict[str, Any])
         result, _ = result_text(responses.get(req.call_id)) if req.call_id else (None, False)
         end = req.model.end_ns
         joined.append(Call(req.tool, req.args, req.parsed, req.captured, result, None, end, end,
-                           (end, end, req.model.span_id, req.position), req.agent, req.call_id))
+                           (end, end, req.model.span_id, req.position), req.agent, req.call_id, req.model.span_id))
     return joined
 
 
@@ -97,6 +99,7 @@ def _join_one(call: Call, index: _Index) -> Call:
     if req is None:
         return call
     index.take(req)
+    call = replace(call, model=req.model.span_id)
     if req.captured and (not call.args_captured or (not call.parsed and req.parsed)):
         call = replace(call, args=req.args, parsed=req.parsed, args_captured=True)
     return call if call.call_id or not req.call_id else replace(call, call_id=req.call_id)

@@ -72,3 +72,19 @@ def max_duration(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
 def run_error(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
     if traj.error is not None:
         yield Violation("run_error", spec.severity("run_error"), None, None, f"the run crashed: {traj.error}")
+
+
+def max_parallel(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
+    """At most ``max_parallel`` calls issued in one model turn; reported once per turn, at the first call
+    over the limit. A step whose turn is unknown counts as a turn of its own."""
+    if spec.max_parallel is None:
+        return
+    sizes = Counter(turn for turn in traj.model_turns if turn is not None)
+    issued: Counter = Counter()
+    for step, turn in zip(traj.steps, traj.model_turns):
+        if turn is None:
+            continue
+        issued[turn] += 1
+        if issued[turn] == spec.max_parallel + 1:
+            yield Violation("max_parallel", spec.severity("max_parallel"), step.index, step.tool,
+                            f"{sizes[turn]} tool calls issued in one model turn, at most {spec.max_parallel} allowed")

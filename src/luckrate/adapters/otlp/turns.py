@@ -1,0 +1,102 @@
+"""What the checks ``confirm`` and ``max_parallel`` need from a trace, beside the steps.
+
+- **Model turns.** A tool call belongs to the model call whose output messages requested it (the join
+  records which). A tool span no request names (output messages not captured) answers the last model
+  call that ended before it started: tool spans answering one model span were issued in its turn.
+  Model calls are numbered in the order they finished.
+- **The conversation.** Each model call's input messages hold the conversation so far. Walking the model
+  calls in start order, the user messages and the agent's messages (assistant text with no tool calls)
+  that a call's input adds to the conversation are placed before the steps that started after that call
+  started; an assistant reply with text and no tool calls is placed where the call ended. A call whose
+  input does not extend the conversation (another agent's own context, such as an agent used as a tool,
+  whose "user" is the orchestrating agent) adds nothing: an orchestrator's instruction is not the user's
+  consent. With no model input messages recorded, ``gen_ai.user.message`` events on other spans are
+  placed by their timestamps.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+
+from luckrate.adapters.otlp.join import Call
+from luckrate.adapters.otlp.messages import Message as ModelMessage
+from luckrate.adapters.otlp.messages import input_messages
+from luckrate.adapters.otlp.payloads import captured
+from luckrate.adapters.otlp.spans import SpanRecord
+from luckrate.core.step import AGENT, USER, Message
+
+Spoken = tuple[str, str]
+"""(role, text) of one conversation message."""
+
+
+def model_turns(calls: Sequence[Call], models: Sequence[SpanRecord]) -> tuple[int | None, ...]:
+    """For each call (in step order) the number of the model call that issued it; empty without model spans."""
+    if not models:
+        return ()
+    order = sorted(models, key=lambda r: (r.end_ns, r.start_ns, r.span_id))
+    number = {r.span_id: i for i, r in enumerate(order)}
+    ends = [r.end_ns for r in order]
+    out: list[int | None] = []
+    for call in calls:
+        if call.model is not None and call.model in number:
+            out.append(number[call.model])
+        else:
+            i = bisect_right(ends, call.start_ns) - 1
+            out.append(i if i >= 0 else None)
+    return tuple(out)
+
+
+def conversation(
+    models: Sequence[tuple[SpanRecord, list[ModelMessage] | None]],
+    starts: Sequence[int],
+    others: Sequence[SpanRecord],
+) -> tuple[Message, ...]:
+    """The user's and the agent's messages placed among steps starting at ``starts`` (ascending).
+
+    ``models`` pairs each model span with its output messages; ``others`` are the remaining spans,
+    read for ``gen_ai.user.message`` events only when no model recorded its input."""
+    said: list[Spoken] = []
+    out: list[Message] = []
+    for rec, outputs in sorted(models, key=lambda m: (m[0].start_ns, m[0].end_ns, m[0].span_id)):
+        inputs = input_messages(rec)
+        if inputs is None:
+            continue
+        history = _spoken(inputs)
+        if history[:len(said)] != said:
+            continue  # not this conversation: another agent's own context
+        at = bisect_left(starts, rec.start_ns)
+        for role, text in history[len(said):]:
+            out.append(Message(role, text, at))
+        said = history
+        reply = [s for s in _spoken(outputs or []) if s[0] == AGENT]
+        for role, text in reply:
+            out.append(Message(role, text, bisect_left(starts, rec.end_ns)))
+        said = said + reply
+    if not out:
+        out = _user_events(others, starts)
+    return tuple(out)
+
+
+def _spoken(messages: Sequence[ModelMessage]) -> list[Spoken]:
+    out = []
+    for m in messages:
+        text = "\n".join(t for t in m.texts if captured(t))
+        if not text.strip():
+            continue
+        if m.role in ("user", "human"):
+            out.append((USER, text))
+        elif m.role in ("assistant", "ai", "model") and not m.calls:
+            out.append((AGENT, text))
+    return out
+
+
+def _user_events(spans: Sequence[SpanRecord], starts: Sequence[int]) -> list[Message]:
+    events = [e for rec in spans for e in rec.events if e.name == "gen_ai.user.message"]
+    out = []
+    for event in sorted(events, key=lambda e: e.time_ns):  # stable: ties keep span order
+        time_ns = event.time_ns
+        text = event.get("content")
+        if isinstance(text, str) and captured(text) and text.strip():
+            out.append(Message(USER, text, bisect_left(starts, time_ns)))
+    return out
