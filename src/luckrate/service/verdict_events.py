@@ -51,7 +51,8 @@ def explanation(grade: RunGrade) -> str:
     lines = []
     for v in grade.violations[:MAX_LINES]:
         where = " ".join(p for p in (f"step {v.step}" if v.step is not None else "", v.tool or "") if p)
-        lines.append(_cut(f"{v.check} ({v.severity}){' ' + where if where else ''}: {v.detail}"))
+        detail = " ".join(v.detail.splitlines())  # one line per violation, whatever the detail holds
+        lines.append(_cut(f"{v.check} ({v.severity}){' ' + where if where else ''}: {detail}"))
     if len(grade.violations) > MAX_LINES:
         lines.append(f"… and {len(grade.violations) - MAX_LINES} more")
     return "\n".join(lines)
