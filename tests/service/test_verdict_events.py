@@ -58,6 +58,7 @@ def test_a_record_for_a_tainted_run():
     }
     assert len(explanation_lines) == 1 and explanation_lines[0].startswith("taint (hard) step 2 send_email: ")
     assert rec.severity_text == "WARN"
+    assert rec.body == "luckrate.path bad: taint"
 
 
 @pytest.mark.parametrize("mode, scenarios, labels", [

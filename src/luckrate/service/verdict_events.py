@@ -75,6 +75,12 @@ def attributes(grade: RunGrade, spec_label: str) -> dict:
     return attrs
 
 
+def summary(attrs: dict) -> str:
+    """The record's body, for backends that show a log line: ``luckrate.path bad: taint, forbidden``."""
+    checks = ", ".join(attrs["luckrate.checks"]) or "no violations"
+    return f"{EVALUATION_NAME} {attrs['gen_ai.evaluation.score.label']}: {checks}"
+
+
 class _Gate:
     """Records queued or being exported; ``enter`` refuses past the limit instead of waiting."""
 
@@ -156,13 +162,13 @@ class VerdictEvents:
         if not self._gate.enter():
             self._count("luckrate.verdict_events.dropped", 1, reason="queue_full")
             return
+        attrs = attributes(grade, spec_label)
         self._logger.emit(
             event_name=EVENT_NAME, context=trace_context(trace_id, span_id),
             # A bad path is worth a look (WARN), a clean one is not.
             severity_number=SeverityNumber.INFO if grade.path_ok else SeverityNumber.WARN,
             severity_text="INFO" if grade.path_ok else "WARN",
-            body=f"luckrate.path {'ok' if grade.path_ok else 'bad'}: {len(grade.violations)} violation(s)",
-            attributes=attributes(grade, spec_label),
+            body=summary(attrs), attributes=attrs,
         )
 
     def shutdown(self, timeout: float = 10.0) -> None:
