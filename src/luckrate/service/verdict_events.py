@@ -18,6 +18,7 @@ Values are bounded: the agent name (span data) and each violation line are cut, 
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 
@@ -28,6 +29,8 @@ from opentelemetry.sdk.resources import Resource
 
 from luckrate.core.grade import RunGrade
 from luckrate.service.exemplars import trace_context
+
+log = logging.getLogger(__name__)
 
 EVENT_NAME = "gen_ai.evaluation.result"
 EVALUATION_NAME = "luckrate.path"
@@ -82,26 +85,34 @@ def summary(attrs: dict) -> str:
 
 
 class _Gate:
-    """Records queued or being exported; ``enter`` refuses past the limit instead of waiting."""
+    """Records queued or being exported; ``enter`` refuses past the limit instead of waiting. Once closed
+    (``close``, at shutdown, which counts what is held), late ``leave`` calls report that they count nothing."""
 
     def __init__(self, limit: int):
         self.limit = limit
         self.held = 0
+        self.closed = False
         self._lock = threading.Lock()
 
     def enter(self) -> bool:
         with self._lock:
-            if self.held >= self.limit:
+            if self.closed or self.held >= self.limit:
                 return False
             self.held += 1
             return True
 
-    def leave(self, n: int) -> None:
+    def leave(self, n: int) -> bool:
+        """Release ``n``; False when the gate was closed first (they were counted at shutdown)."""
         with self._lock:
+            if self.closed:
+                return False
             self.held = max(0, self.held - n)
+            return True
 
-    def take_all(self) -> int:
+    def close(self) -> int:
+        """Close and return how many are still held."""
         with self._lock:
+            self.closed = True
             n, self.held = self.held, 0
             return n
 
@@ -113,17 +124,16 @@ class _Counted(LogRecordExporter):
         self.inner = inner
         self.gate = gate
         self.count = count
-        self.closed = False
 
     def export(self, batch: Sequence) -> LogRecordExportResult:
         try:
             result = self.inner.export(batch)
         except Exception:  # the processor would only log it; we must count it
+            log.exception("exporting %d verdict events failed", len(batch))
             result = LogRecordExportResult.FAILURE
-        if not self.closed:  # after shutdown the gate's remainder was counted already
-            if result is not LogRecordExportResult.SUCCESS:
-                self.count("luckrate.verdict_events.dropped", len(batch), reason="export_failed")
-            self.gate.leave(len(batch))
+        # After shutdown closed the gate, what it held was counted already (reason shutdown).
+        if self.gate.leave(len(batch)) and result is not LogRecordExportResult.SUCCESS:
+            self.count("luckrate.verdict_events.dropped", len(batch), reason="export_failed")
         return result
 
     def shutdown(self) -> None:
@@ -163,13 +173,18 @@ class VerdictEvents:
             self._count("luckrate.verdict_events.dropped", 1, reason="queue_full")
             return
         attrs = attributes(grade, spec_label)
-        self._logger.emit(
-            event_name=EVENT_NAME, context=trace_context(trace_id, span_id),
-            # A bad path is worth a look (WARN), a clean one is not.
-            severity_number=SeverityNumber.INFO if grade.path_ok else SeverityNumber.WARN,
-            severity_text="INFO" if grade.path_ok else "WARN",
-            body=summary(attrs), attributes=attrs,
-        )
+        try:
+            self._logger.emit(
+                event_name=EVENT_NAME, context=trace_context(trace_id, span_id),
+                # A bad path is worth a look (WARN), a clean one is not.
+                severity_number=SeverityNumber.INFO if grade.path_ok else SeverityNumber.WARN,
+                severity_text="INFO" if grade.path_ok else "WARN",
+                body=summary(attrs), attributes=attrs,
+            )
+        except Exception:  # the trace is graded and counted; a failing event must not make it a grade error
+            log.exception("verdict event for trace %s not emitted", trace_id.hex())
+            if self._gate.leave(1):
+                self._count("luckrate.verdict_events.dropped", 1, reason="export_failed")
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Export what is queued within ``timeout`` seconds; what is left is counted (reason ``shutdown``)."""
@@ -179,8 +194,7 @@ class VerdictEvents:
         done = threading.Thread(target=self.provider.shutdown, name="luckrate-verdict-events-stop", daemon=True)
         done.start()
         done.join(timeout)
-        self._exporter.closed = True
-        left = self._gate.take_all()
+        left = self._gate.close()
         if left:
             self._count("luckrate.verdict_events.dropped", left, reason="shutdown")
 
