@@ -118,3 +118,44 @@ def test_lifecycle_shutdown_without_publish():
     events = VerdictEvents(InMemoryLogRecordExporter(), Counts())
     events.shutdown(5)
     events.shutdown(5)
+
+
+def test_missing_exporter_package_stops_the_service_at_start(tmp_path):
+    # The exporter is in the optional `otlp` extra: without it, --otlp-logs must refuse to start and say
+    # what to install. The package is made unimportable in a child interpreter (it is installed here).
+    import subprocess
+    import sys
+
+    from tests.service.harness import SPEC
+
+    block = ("import sys\n"
+             "class Block:\n"
+             "    def find_spec(self, name, path=None, target=None):\n"
+             "        if name.startswith('opentelemetry.exporter.otlp.proto.http'):\n"
+             "            raise ImportError(name)\n"
+             "sys.meta_path.insert(0, Block())\n"
+             "from luckrate.cli import main\n"
+             "sys.exit(main(sys.argv[1:]))\n")
+    done = subprocess.run([sys.executable, "-c", block, "serve", "--spec", str(SPEC), "--grpc", "127.0.0.1:0",
+                           "--http", "off", "--prometheus", "off", "--otlp-logs", "http://127.0.0.1:1/v1/logs"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "otlp_logs: needs the package opentelemetry-exporter-otlp-proto-http (pip install 'luckrate[otlp]')" \
+        in done.stderr
+
+
+def test_bad_verdict_events_value_is_refused():
+    from luckrate.service.config import InvalidConfig, build_config
+
+    with pytest.raises(InvalidConfig, match="verdict_events: expected one of violations, all, got 'some'"):
+        build_config({"verdict_events": "some"}, "test")
+
+
+def test_otlp_logs_must_be_an_http_url():
+    from dataclasses import replace
+
+    from luckrate.service.config import InvalidConfig, ServiceConfig, finalize
+    from tests.service.harness import SPEC
+
+    with pytest.raises(InvalidConfig, match="otlp_logs: expected an http\\(s\\) URL, got 'collector:4318'"):
+        finalize(replace(ServiceConfig(spec=str(SPEC)), otlp_logs="collector:4318"), "test")
