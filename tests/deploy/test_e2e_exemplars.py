@@ -24,7 +24,16 @@ import pytest
 
 from luckrate import demo
 # pytestmark: the same skip conditions (no prometheus binary) as the harness this borrows from.
-from tests.deploy.test_e2e_prometheus import SPEC, _free_port, _get, _read_line, _stop, _tainted, _wait_for, pytestmark  # noqa: F401
+from tests.deploy.test_e2e_prometheus import (  # noqa: F401
+    SPEC,
+    _free_port,
+    _get,
+    _read_line,
+    _stop,
+    _tainted,
+    _wait_for,
+    pytestmark,
+)
 
 yaml = pytest.importorskip("yaml")
 

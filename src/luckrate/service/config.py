@@ -116,8 +116,8 @@ _POSITIVE_INTS = ("max_spans_per_trace", "max_buffered_spans", "max_request_byte
                   "retry_after", "http_max_connections")
 _STRINGS = ("spec", "output_attribute")
 _CHOICES = {"verdict_events": ("violations", "all")}
-_OPTIONAL_STRINGS = ("otlp_metrics", "otlp_logs", "output_evaluation", "verdict_log", "tls_cert", "tls_key", "tls_client_ca",
-                     "bearer_token_file")
+_OPTIONAL_STRINGS = ("otlp_metrics", "otlp_logs", "output_evaluation", "verdict_log", "tls_cert", "tls_key",
+                     "tls_client_ca", "bearer_token_file")
 
 
 def parse_endpoint(text: str) -> Endpoint | None:

@@ -157,8 +157,8 @@ class VerdictEvents:
         self.provider = LoggerProvider(resource=Resource.create({"service.name": "luckrate"}))
         # max_queue_size equal to the gate's limit: the processor's own (uncounted) drop never happens.
         self.provider.add_log_record_processor(BatchLogRecordProcessor(
-            self._exporter, schedule_delay_millis=schedule_delay * 1000, max_export_batch_size=min(batch_size, max_queue),
-            max_queue_size=max_queue))
+            self._exporter, schedule_delay_millis=schedule_delay * 1000,
+            max_export_batch_size=min(batch_size, max_queue), max_queue_size=max_queue))
         self._logger = self.provider.get_logger("luckrate.service")
         self._closed = False
 
