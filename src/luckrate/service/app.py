@@ -24,6 +24,7 @@ from luckrate.service.receiver_grpc import GrpcReceiver
 from luckrate.service.receiver_http import HttpReceiver
 from luckrate.service.security import grpc_credentials, http_context
 from luckrate.service.telemetry import Labels, Telemetry
+from luckrate.service.verdict_events import VerdictEvents, otlp_exporter
 from luckrate.service.worker import VerdictLog, Worker
 
 log = logging.getLogger("luckrate.service")
@@ -52,6 +53,9 @@ _FLAGS = (
     ("--output-evaluation", "output_evaluation", str, "gen_ai.evaluation.result name that decides output_ok"),
     ("--output-threshold", "output_threshold", float, "evaluation score at or above which the output passes"),
     ("--verdict-log", "verdict_log", str, "JSON Lines file of graded traces with violations"),
+    ("--otlp-logs", "otlp_logs", str,
+     "send verdicts as gen_ai.evaluation.result log events over OTLP/HTTP to this URL (…/v1/logs)"),
+    ("--verdict-events", "verdict_events", str, "with --otlp-logs: violations (default) or all graded runs"),
     ("--max-agents", "max_agents", int, "with one SPEC: distinct agent labels before 'other' (default 20)"),
     ("--shutdown-timeout", "shutdown_timeout", float, "seconds to drain on SIGTERM (default 30)"),
     ("--tls-cert", "tls_cert", str, "PEM certificate chain (TLS on both receivers)"),
@@ -87,6 +91,7 @@ class Service:
     intake: Intake
     receivers: list
     metrics: MetricsServer | None
+    events: VerdictEvents | None = None
 
     def start(self) -> None:
         if self.metrics is not None:
@@ -111,6 +116,8 @@ class Service:
             r.shutdown()
         done = self.loop.stop(max(0.1, deadline - time.monotonic()))
         done = self.worker.stop(max(0.1, deadline - time.monotonic())) and done
+        if self.events is not None:  # after the worker (its last verdicts), before metrics (its drop count)
+            self.events.shutdown(max(0.1, deadline - time.monotonic()))
         self.telemetry.shutdown(max(1.0, deadline - time.monotonic()))
         if self.metrics is not None:
             self.metrics.shutdown()
@@ -131,8 +138,9 @@ def build(cfg: ServiceConfig, specs) -> Service:
     budget = SpanBudget(cfg.max_buffered_spans)
     rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation,
                       threshold=cfg.output_threshold)
+    events = _verdict_events(cfg, telemetry) if cfg.otlp_logs else None
     worker = Worker(specs, lambda spans: trajectory_from_spans(spans, rule), telemetry, release=budget.release,
-                    verdict_log=VerdictLog(cfg.verdict_log) if cfg.verdict_log else None)
+                    verdict_log=VerdictLog(cfg.verdict_log) if cfg.verdict_log else None, events=events)
     limits = Limits.from_config(cfg)
     loop = AssemblerLoop(Assembler(worker.submit, limits=limits, count=telemetry.add, release=budget.release),
                          tick=limits.bucket)
@@ -147,7 +155,16 @@ def build(cfg: ServiceConfig, specs) -> Service:
                                       request_timeout=cfg.http_request_timeout, idle_timeout=cfg.http_idle_timeout,
                                       **common))
     metrics = MetricsServer(cfg.prometheus, prom) if prom is not None else None
-    return Service(cfg, telemetry, budget, loop, worker, intake, receivers, metrics)
+    return Service(cfg, telemetry, budget, loop, worker, intake, receivers, metrics, events)
+
+
+def _verdict_events(cfg: ServiceConfig, telemetry: Telemetry) -> VerdictEvents:
+    """Log events go through the SDK's OTLP/HTTP log exporter, from the optional ``otlp`` extra."""
+    try:
+        exporter = otlp_exporter(cfg.otlp_logs)
+    except ImportError as e:
+        raise InvalidConfig("command line", [("otlp_logs", str(e))]) from None
+    return VerdictEvents(exporter, telemetry.add, mode=cfg.verdict_events)
 
 
 def _otlp_reader(cfg: ServiceConfig):

@@ -66,6 +66,16 @@ class CompletedTrace:
     first_seen: float
     """Clock time the first span arrived (for the first-span-to-verdict delay)."""
 
+    @property
+    def root_span_id(self) -> bytes:
+        """The span a verdict is attached to (log event, exemplar): the earliest span without a parent, else
+        (the root never arrived) the earliest span whose parent is not in the trace, else the earliest."""
+        if not self.spans:
+            return b""
+        ids = {s.span_id for s in self.spans}
+        roots = [s for s in self.spans if not s.parent_id] or [s for s in self.spans if s.parent_id not in ids]
+        return min(roots or self.spans, key=lambda s: (s.start_ns, s.span_id)).span_id
+
 
 class SpanBudget:
     """Spans accepted and not yet graded; receivers reserve before handing spans over (back-pressure)."""

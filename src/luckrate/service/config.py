@@ -85,6 +85,11 @@ class ServiceConfig:
     """With ``output_evaluation``: a score at or above this passes when the event has no known label."""
     verdict_log: str | None = None
     """JSON Lines file: one line per graded trace with violations."""
+    otlp_logs: str | None = None
+    """OTLP/HTTP logs URL (e.g. ``http://collector:4318/v1/logs``): verdicts as ``gen_ai.evaluation.result``
+    log events on the graded trace's root span; None = none sent."""
+    verdict_events: str = "violations"
+    """With ``otlp_logs``: ``violations`` (a record per graded trace with violations) or ``all``."""
     max_agents: int = 20
     """With a single SPEC: distinct agent label values before the rest become ``other``."""
     late_memory: int = 100_000
@@ -110,8 +115,9 @@ _POSITIVE_FLOATS = ("root_grace", "idle_timeout", "max_trace_age", "shutdown_tim
 _POSITIVE_INTS = ("max_spans_per_trace", "max_buffered_spans", "max_request_bytes", "max_agents", "late_memory",
                   "retry_after", "http_max_connections")
 _STRINGS = ("spec", "output_attribute")
-_OPTIONAL_STRINGS = ("otlp_metrics", "output_evaluation", "verdict_log", "tls_cert", "tls_key", "tls_client_ca",
-                     "bearer_token_file")
+_CHOICES = {"verdict_events": ("violations", "all")}
+_OPTIONAL_STRINGS = ("otlp_metrics", "otlp_logs", "output_evaluation", "verdict_log", "tls_cert", "tls_key",
+                     "tls_client_ca", "bearer_token_file")
 
 
 def parse_endpoint(text: str) -> Endpoint | None:
@@ -148,6 +154,10 @@ def _check(key: str, value: Any, problems: list[tuple[str, str]]) -> Any:
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise ValueError(f"expected a number, got {value!r}")
             return None if value is None else float(value)
+        if key in _CHOICES:
+            if value not in _CHOICES[key]:
+                raise ValueError(f"expected one of {', '.join(_CHOICES[key])}, got {value!r}")
+            return value
         if key in _STRINGS or key in _OPTIONAL_STRINGS:
             if value is None and key in _OPTIONAL_STRINGS:
                 return None
@@ -213,8 +223,10 @@ def finalize(cfg: ServiceConfig, source: str = "", env: Mapping[str, str] | None
         value = getattr(cfg, key)
         if value and not Path(value).is_file():
             problems.append((key, f"file not found: {value}"))
-    if cfg.otlp_metrics and not cfg.otlp_metrics.startswith(("http://", "https://")):
-        problems.append(("otlp_metrics", f"expected an http(s) URL, got {cfg.otlp_metrics!r}"))
+    for key in ("otlp_metrics", "otlp_logs"):
+        url = getattr(cfg, key)
+        if url and not url.startswith(("http://", "https://")):
+            problems.append((key, f"expected an http(s) URL, got {url!r}"))
     if cfg.grpc is None and cfg.http is None:
         problems.append(("grpc", "both receivers are off: nothing would receive spans"))
     token = _token(cfg, env, problems)

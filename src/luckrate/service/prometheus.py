@@ -1,5 +1,7 @@
 """A Prometheus pull endpoint over the OTel SDK: a MetricReader that renders the text exposition format,
-served by a stdlib HTTP server.
+served by a stdlib HTTP server. A scraper that asks for OpenMetrics (``Accept: application/openmetrics-text``,
+as Prometheus does) gets it, with the exemplars the SDK collected (see ``exemplars``): the plain text
+format has no place for them.
 
 Why not ``opentelemetry-exporter-prometheus``: it is a pre-release (0.x b) package that pulls in
 ``prometheus-client`` and its own registry just to format what the SDK already aggregates; the text
@@ -28,6 +30,20 @@ from luckrate.service.telemetry import BY_NAME, Instrument, prometheus_name
 log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+OPENMETRICS_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+
+def wants_openmetrics(accept: str | None) -> bool:
+    """Whether an Accept header lists OpenMetrics with a non-zero quality (Prometheus lists it first)."""
+    for media_range in (accept or "").split(","):
+        kind, *params = (p.strip() for p in media_range.split(";"))
+        if kind.lower() == "application/openmetrics-text":
+            q = next((p[2:] for p in params if p.replace(" ", "").lower().startswith("q=")), "1")
+            try:
+                return float(q) > 0
+            except ValueError:
+                return False
+    return False
 
 
 class PrometheusReader(MetricReader):
@@ -41,26 +57,31 @@ class PrometheusReader(MetricReader):
     def _receive_metrics(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs) -> None:
         self._data = metrics_data
 
-    def render(self) -> str:
+    def render(self, openmetrics: bool = False) -> str:
         with self._lock:
             self._data = None
             self.collect()
+            if openmetrics:
+                return render(self._data, openmetrics=True) if self._data is not None else "# EOF\n"
             return render(self._data) if self._data is not None else ""
 
     def shutdown(self, timeout_millis: float = 30_000, **kwargs) -> None:
         pass
 
 
-def render(data: MetricsData) -> str:
+def render(data: MetricsData, openmetrics: bool = False) -> str:
+    """The text format, or OpenMetrics (counter samples with an exemplar, ``# EOF`` at the end)."""
     lines: list[str] = []
     for rm in data.resource_metrics:
         for sm in rm.scope_metrics:
             for metric in sm.metrics:
-                lines.extend(_family(metric))
+                lines.extend(_family(metric, openmetrics))
+    if openmetrics:
+        lines.append("# EOF")
     return "\n".join(lines) + "\n" if lines else ""
 
 
-def _family(metric) -> Iterable[str]:
+def _family(metric, openmetrics: bool = False) -> Iterable[str]:
     inst = BY_NAME.get(metric.name) or Instrument(metric.name, _kind(metric.data), metric.unit or "", "")
     name = prometheus_name(inst)
     data = metric.data
@@ -73,7 +94,17 @@ def _family(metric) -> Iterable[str]:
         if isinstance(data, Histogram):
             yield from _histogram(name, labels, point)
         else:
-            yield f"{name}{_labels(labels)} {_number(point.value)}"
+            exemplar = _exemplar(point) if openmetrics and ptype == "counter" else ""
+            yield f"{name}{_labels(labels)} {_number(point.value)}{exemplar}"
+
+
+def _exemplar(point) -> str:
+    """`` # {trace_id="…"} value timestamp`` for the point's latest exemplar with a trace, else nothing."""
+    traced = [e for e in point.exemplars or () if e.trace_id]
+    if not traced:
+        return ""
+    e = max(traced, key=lambda e: e.time_unix_nano)
+    return f' # {{trace_id="{e.trace_id:032x}"}} {_number(e.value)} {e.time_unix_nano / 1e9:.3f}'
 
 
 def _kind(data) -> str:
@@ -140,9 +171,10 @@ class MetricsServer:
                 if self.path.split("?")[0] != "/metrics":
                     self.send_error(404)
                     return
-                body = reader.render().encode()
+                openmetrics = wants_openmetrics(self.headers.get("Accept"))
+                body = reader.render(openmetrics).encode()
                 self.send_response(200)
-                self.send_header("Content-Type", CONTENT_TYPE)
+                self.send_header("Content-Type", OPENMETRICS_TYPE if openmetrics else CONTENT_TYPE)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

@@ -11,13 +11,16 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.context import Context
+from opentelemetry.sdk.metrics import MeterProvider, TraceBasedExemplarFilter
 from opentelemetry.sdk.metrics.export import MetricReader
+from opentelemetry.sdk.metrics.view import View
 from opentelemetry.sdk.resources import Resource
 
 from luckrate.adapters.otlp.spans import REJECT_REASONS
 from luckrate.core.grade import RunGrade
 from luckrate.core.spec import FALLBACK, Spec
+from luckrate.service.exemplars import latest_reservoir_factory, trace_context
 
 OTHER = "other"
 """The label value for anything outside the bounded vocabulary."""
@@ -42,17 +45,19 @@ class Instrument:
     description: str
     attributes: tuple[str, ...] = ()
     """The attribute keys it is recorded with; every value comes from a bounded set."""
+    exemplar: bool = False
+    """Carries the graded trace of its latest increment as an exemplar (``exemplars.LatestExemplar``)."""
 
 
 INSTRUMENTS: tuple[Instrument, ...] = (
     Instrument("luckrate.runs", "counter", "{run}",
                "Graded runs by output verdict (pass/fail/unknown) and path verdict (ok/bad)",
-               ("agent", "spec", "output", "path")),
+               ("agent", "spec", "output", "path"), exemplar=True),
     Instrument("luckrate.violations", "counter", "{violation}", "Violations found in graded runs",
-               ("agent", "check", "severity", "tool")),
+               ("agent", "check", "severity", "tool"), exemplar=True),
     Instrument("luckrate.taint", "counter", "{finding}",
                "Taint findings: an untrusted tool's output reached a privileged tool's arguments",
-               ("agent", "privileged_tool", "source_tool")),
+               ("agent", "privileged_tool", "source_tool"), exemplar=True),
     Instrument("luckrate.spans.received", "counter", "{span}", "Spans in decoded export requests",
                ("transport",)),
     Instrument("luckrate.spans.accepted", "counter", "{span}", "Spans taken into the trace buffer"),
@@ -75,6 +80,9 @@ INSTRUMENTS: tuple[Instrument, ...] = (
     Instrument("luckrate.grade.errors", "counter", "{trace}", "Completed traces whose grading raised"),
     Instrument("luckrate.grade.duration", "histogram", "s", "Time to adapt and grade one trace"),
     Instrument("luckrate.verdict.delay", "histogram", "s", "Time from a trace's first received span to its verdict"),
+    Instrument("luckrate.verdict_events.dropped", "counter", "{event}",
+               "Verdict log events (--otlp-logs) not delivered: queue full (endpoint slow or down), export failed, "
+               "still queued at shutdown", ("reason",)),
 )
 BY_NAME = {i.name: i for i in INSTRUMENTS}
 _KEYS = {i.name: frozenset(i.attributes) for i in INSTRUMENTS}
@@ -85,6 +93,7 @@ REFUSAL_REASONS = ("too_large", "undecodable", "unauthenticated", "unsupported_m
                    "connection_limit", "request_timeout")
 TRANSPORTS = ("grpc", "http")
 REJECTION_REASONS = (*REJECT_REASONS, "buffer_full")
+VERDICT_EVENT_DROPS = ("queue_full", "export_failed", "shutdown")
 
 ZERO_SERIES: tuple[tuple[str, tuple[dict[str, str], ...]], ...] = (
     ("luckrate.spans.received", tuple({"transport": t} for t in TRANSPORTS)),
@@ -97,6 +106,7 @@ ZERO_SERIES: tuple[tuple[str, tuple[dict[str, str], ...]], ...] = (
     ("luckrate.traces.completed", tuple({"reason": r} for r in COMPLETION_REASONS)),
     ("luckrate.traces.ungraded", tuple({"reason": r} for r in UNGRADED_REASONS)),
     ("luckrate.grade.errors", ({},)),
+    ("luckrate.verdict_events.dropped", tuple({"reason": r} for r in VERDICT_EVENT_DROPS)),
 )
 """Loss and health counters over closed label sets, exported at 0 from the start: a healthy service
 shows 0 rather than "No data", and ``rate()``/``increase()`` alerts see the very first increment."""
@@ -145,7 +155,12 @@ class Telemetry:
 
     def __init__(self, readers: Sequence[MetricReader], labels: Labels):
         self.labels = labels
-        self.provider = MeterProvider(metric_readers=list(readers),
+        # Exemplars only from measurements recorded with a graded trace's context (``run``), whatever
+        # OTEL_METRICS_EXEMPLAR_FILTER says; the latest one per series, not the SDK's random pick.
+        views = [View(instrument_name=i.name, exemplar_reservoir_factory=latest_reservoir_factory)
+                 for i in INSTRUMENTS if i.exemplar]
+        self.provider = MeterProvider(metric_readers=list(readers), views=views,
+                                      exemplar_filter=TraceBasedExemplarFilter(),
                                       resource=Resource.create({"service.name": "luckrate"}))
         meter = self.provider.get_meter("luckrate.service")
         self._i = {inst.name: _create(meter, inst) for inst in INSTRUMENTS}
@@ -154,27 +169,32 @@ class Telemetry:
             for attributes in label_sets:
                 self.add(name, 0, **attributes)
 
-    def add(self, name: str, value: float = 1, **attributes: str) -> None:
-        """Record on a declared instrument; attribute keys must be the declared ones."""
+    def add(self, name: str, value: float = 1, *, context: Context | None = None, **attributes: str) -> None:
+        """Record on a declared instrument; attribute keys must be the declared ones. ``context`` carries a
+        graded trace's span for the exemplar (None: the current context, which in the service has no span)."""
         inst = BY_NAME[name]
         if attributes.keys() != _KEYS[name]:  # a keys view compares with a set without building one
             raise ValueError(f"{name} takes attributes {inst.attributes}, got {tuple(attributes)}")
         instrument = self._i[name]
         if inst.kind == "histogram":
-            instrument.record(value, attributes)
+            instrument.record(value, attributes, context)
         else:
-            instrument.add(value, attributes)
+            instrument.add(value, attributes, context)
 
-    def run(self, grade: RunGrade, spec: Spec, spec_label: str) -> None:
-        """Count one graded run, its violations and taint findings."""
+    def run(self, grade: RunGrade, spec: Spec, spec_label: str, trace: tuple[bytes, bytes] | None = None) -> None:
+        """Count one graded run, its violations and taint findings. ``trace`` is the graded trace's
+        (trace id, root span id): the exemplar of bad-path runs, violations and taint findings."""
         agent = self.labels.agent(grade.agent)
-        self.add("luckrate.runs", agent=agent, spec=spec_label, output=grade.output, path="ok" if grade.path_ok else "bad")
+        ctx = trace_context(*trace) if trace and not grade.path_ok else None
+        self.add("luckrate.runs", agent=agent, spec=spec_label, output=grade.output,
+                 path="ok" if grade.path_ok else "bad", context=ctx)
         for v in grade.violations:
             tool = self.labels.tool(v.tool, spec)
-            self.add("luckrate.violations", agent=agent, check=v.check, severity=str(v.severity), tool=tool)
+            self.add("luckrate.violations", agent=agent, check=v.check, severity=str(v.severity), tool=tool,
+                     context=ctx)
             if v.check == "taint":
                 self.add("luckrate.taint", agent=agent, privileged_tool=tool,
-                         source_tool=self.labels.tool(v.source, spec))
+                         source_tool=self.labels.tool(v.source, spec), context=ctx)
 
     def flush(self, timeout_s: float = 10.0) -> bool:
         return self.provider.force_flush(int(timeout_s * 1000))

@@ -65,14 +65,16 @@ class Worker:
 
     def __init__(self, specs: Mapping[str, Spec], adapt: Callable[[tuple], Any], telemetry, *,
                  release: Callable[[int], None] = lambda n: None, clock: Callable[[], float] = time.monotonic,
-                 verdict_log: VerdictLog | None = None):
-        """``adapt(spans) -> Trajectory`` raises InvalidInput for spans it cannot read."""
+                 verdict_log: VerdictLog | None = None, events=None):
+        """``adapt(spans) -> Trajectory`` raises InvalidInput for spans it cannot read. ``events`` (a
+        ``verdict_events.VerdictEvents``, or None) gets every graded run; its ``publish`` never blocks."""
         self._specs = specs
         self._adapt = adapt
         self._telemetry = telemetry
         self._release = release
         self._clock = clock
         self._verdicts = verdict_log
+        self._events = events
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
@@ -127,8 +129,11 @@ class Worker:
             log.debug("trace %s not graded: no spec for agent %r", tid, _bounded(traj.agent, 64))
             return
         g = grade(traj, spec)
-        self._telemetry.run(g, spec, spec.name)
+        root = trace.root_span_id
+        self._telemetry.run(g, spec, spec.name, trace=(trace.trace_id, root))
         if self._verdicts is not None and g.violations:
             self._verdicts.write(g, spec.name)
+        if self._events is not None:
+            self._events.publish(g, spec.name, trace.trace_id, root)
         self._telemetry.add("luckrate.grade.duration", time.perf_counter() - started)
         self._telemetry.add("luckrate.verdict.delay", max(0.0, self._clock() - trace.first_seen))

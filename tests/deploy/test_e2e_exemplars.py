@@ -1,0 +1,124 @@
+"""End to end, from a taint alert to the trace: a real Prometheus with exemplar storage scrapes `luckrate serve`
+(OpenMetrics, negotiated by Prometheus's own Accept header) while `luckrate demo` sends traffic through the
+SDK's real OTLP/gRPC exporter. `/api/v1/query_exemplars` for the taint series must return exactly the trace ids
+of the tainted demo runs, as luckrate's own verdict log lists them.
+
+An exemplar is the trace of a series' *latest* increment, one per scrape, so the demo runs slowly enough
+(4 runs/s: two tainted runs of one agent are 5 s apart) that Prometheus (scraping every second) sees each.
+Prometheus comes from Debian's `prometheus` package (CI installs it); both servers bind 127.0.0.1 on free
+ports with their own temporary directories and are stopped at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from luckrate import demo
+# pytestmark: the same skip conditions (no prometheus binary) as the harness this borrows from.
+from tests.deploy.test_e2e_prometheus import (  # noqa: F401
+    SPEC,
+    _free_port,
+    _get,
+    _read_line,
+    _stop,
+    _tainted,
+    _wait_for,
+    pytestmark,
+)
+
+yaml = pytest.importorskip("yaml")
+
+RUNS, RATE = 24, 4
+"""Runs 3, 13 and 23 are tainted (3 and 23 by support-agent, 13 by billing-agent)."""
+
+
+@pytest.fixture(scope="module")
+def luckrate(tmp_path_factory) -> Iterator[dict]:
+    tmp = tmp_path_factory.mktemp("luckrate")
+    verdicts = tmp / "verdicts.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "luckrate.cli", "serve", "--spec", str(SPEC), "--grpc", "127.0.0.1:0", "--http", "off",
+         "--prometheus", "127.0.0.1:0", "--root-grace", "0.2", "--verdict-log", str(verdicts)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ports = dict(re.findall(r"(\w+) 127\.0\.0\.1:(\d+)", _read_line(proc, "luckrate serve: listening")))
+        yield {"grpc": int(ports["grpc"]), "prometheus": int(ports["prometheus"]), "verdicts": verdicts}
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def prometheus(luckrate, tmp_path_factory) -> Iterator[str]:
+    tmp = tmp_path_factory.mktemp("prometheus")
+    config = {"global": {"scrape_interval": "1s"},
+              "scrape_configs": [{"job_name": "luckrate",
+                                  "static_configs": [{"targets": [f"127.0.0.1:{luckrate['prometheus']}"]}]}]}
+    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
+    port = _free_port()
+    proc = subprocess.Popen(
+        ["prometheus", "--enable-feature=exemplar-storage", f"--config.file={tmp / 'prometheus.yml'}",
+         f"--storage.tsdb.path={tmp / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL, stderr=(tmp / "prometheus.log").open("w"))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for("Prometheus to become ready", lambda: _get(f"{url}/-/ready") is not None or proc.poll() is not None)
+        assert proc.poll() is None, (tmp / "prometheus.log").read_text()
+        yield url
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def traffic(luckrate, prometheus) -> dict:
+    started = time.time() - 60
+    result = subprocess.run(
+        [sys.executable, "-m", "luckrate.cli", "demo", "--endpoint", f"127.0.0.1:{luckrate['grpc']}",
+         "--rate", str(RATE), "--runs", str(RUNS)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    tainted_runs = sum(demo.nth_run(i).kind == "tainted" for i in range(RUNS))
+    tainted = _wait_for(f"{tainted_runs} tainted traces in the verdict log",
+                        lambda: (ids := _tainted(luckrate["verdicts"])) and len(ids) == tainted_runs and ids)
+    return {"start": started, "tainted": set(tainted)}
+
+
+def exemplar_trace_ids(base: str, query: str, start: float) -> dict[str, set[str]]:
+    """Series (as JSON of its labels) -> trace ids of its stored exemplars."""
+    params = urllib.parse.urlencode({"query": query, "start": f"{start:.3f}", "end": f"{time.time() + 60:.3f}"})
+    body = _get(f"{base}/api/v1/query_exemplars?{params}")
+    if body is None:
+        return {}
+    doc = json.loads(body)
+    assert doc["status"] == "success", doc
+    return {json.dumps(s["seriesLabels"], sort_keys=True): {e["labels"]["trace_id"] for e in s["exemplars"]}
+            for s in doc["data"]}
+
+
+def all_ids(by_series: dict[str, set[str]]) -> set[str]:
+    return set().union(*by_series.values()) if by_series else set()
+
+
+def test_taint_exemplars_are_exactly_the_tainted_runs(prometheus: str, traffic: dict) -> None:
+    want = traffic["tainted"]
+    got = _wait_for("every tainted trace as a taint exemplar", lambda: (
+        ids := all_ids(exemplar_trace_ids(prometheus, "luckrate_taint_total", traffic["start"]))) >= want and ids)
+    assert got == want
+
+
+def test_bad_path_and_violation_exemplars_name_graded_traces_with_violations(
+        prometheus: str, traffic: dict, luckrate: dict) -> None:
+    logged = {json.loads(line)["trace_id"] for line in luckrate["verdicts"].read_text().splitlines()}
+    runs = _wait_for("bad-path run exemplars", lambda: exemplar_trace_ids(
+        prometheus, 'luckrate_runs_total{path="bad"}', traffic["start"]))
+    violations = _wait_for("violation exemplars", lambda: exemplar_trace_ids(
+        prometheus, "luckrate_violations_total", traffic["start"]))
+    assert all_ids(runs) <= logged and all_ids(violations) <= logged
+    assert all('"path": "bad"' in series for series in runs)  # ok-path runs carry none
