@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -35,8 +36,11 @@ class Intake:
     """Thread-safe: called concurrently by receiver threads."""
 
     def __init__(self, submit: Callable[[list[SpanRecord]], None], budget: SpanBudget, count: Callable[..., None],
-                 *, keep_attribute: str = "luckrate.output_ok"):
+                 *, keep_attribute: str = "luckrate.output_ok", prepare: Callable[[ExportTraceServiceRequest], Any] | None = None):
+        """``prepare(request)`` makes what ``submit`` takes; by default the request's span records (grading
+        processes take the request itself, ``workers.WorkerPool.prepare``)."""
         self._submit = submit
+        self._prepare = prepare or self._records
         self._budget = budget
         self._count = count
         self._keep = keep_attribute
@@ -63,7 +67,7 @@ class Intake:
         if not self._budget.try_acquire(usable):
             return self._throttle(transport, usable, bad)
         try:
-            records, _ = records_from_request(request, keep_attribute=self._keep)
+            records = self._prepare(request)
         except BaseException:
             self._budget.release(usable)
             raise
@@ -75,6 +79,9 @@ class Intake:
                 return Outcome(False, bad, message)
         self._budget.release(usable)
         return self._throttle(transport, usable, bad)
+
+    def _records(self, request: ExportTraceServiceRequest) -> list[SpanRecord]:
+        return records_from_request(request, keep_attribute=self._keep)[0]
 
     def _throttle(self, transport: str, spans: int, bad: int) -> Outcome:
         self._count("luckrate.spans.rejected", spans, reason="buffer_full")

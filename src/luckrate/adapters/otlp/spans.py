@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -248,16 +248,19 @@ def _hex_bytes(text: str) -> bytes:
 
 
 def records_from_request(
-    req: ExportTraceServiceRequest, *, keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE
+    req: ExportTraceServiceRequest, *, keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE,
+    keep_trace: Callable[[bytes], bool] | None = None,
 ) -> tuple[list[SpanRecord], list[Rejected]]:
-    """Compact every usable span of the request; count the others by reason. Never raises on content."""
+    """Compact every usable span of the request (only those whose trace id ``keep_trace`` accepts, when
+    given: a grading process keeps its share of the traces); count the others by reason. Never raises on
+    content."""
     records: list[SpanRecord] = []
     rejected: dict[str, int] = {}
     ids: dict[bytes, bytes] = {}  # one bytes object per distinct id of the request (trace ids, parents)
     for span, reason in _judged(req):
         if reason:
             rejected[reason] = rejected.get(reason, 0) + 1
-        else:
+        elif keep_trace is None or keep_trace(span.trace_id):
             records.append(_record(span, keep_attribute, ids))
     return records, [Rejected(r, n) for r, n in rejected.items()]
 
