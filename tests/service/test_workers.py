@@ -241,3 +241,23 @@ def test_route_spreads_trace_ids_over_every_worker():
         for _ in range(4000):
             seen[route(rng.randbytes(16), n)] += 1
         assert min(seen) > 4000 / n * 0.8, seen
+
+
+def test_the_pool_judges_spans_as_the_intake_does_and_shares_them_out():
+    """The shares are what each worker will keep, so they must agree with usable_spans span for span: a
+    worker's death is accounted from them."""
+    from luckrate.adapters.otlp.spans import usable_spans
+    from luckrate.service.workers import WorkerPool
+
+    rng = random.Random(7)
+    req = fresh_request(rng, traces=20)
+    bad = [raw_span(bytes(16), rng.randbytes(8)), raw_span(rng.randbytes(16), bytes(8)),
+           raw_span(rng.randbytes(16), rng.randbytes(8), parent=b"\x01"), raw_span(rng.randbytes(16), rng.randbytes(8))]
+    req.resource_spans.extend(request_with(bad).resource_spans)
+    pool = WorkerPool(ServiceConfig(), 3, telemetry=None, budget=None)
+    usable, rejected, shares = pool.judge(req)
+    assert (usable, sorted(map(repr, rejected))) == (lambda u, r: (u, sorted(map(repr, r))))(*usable_spans(req))
+    assert sum(shares) == usable == span_count(req) - 3
+    tids = [s.trace_id for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans if any(s.trace_id)]
+    assert shares == [sum(route(t, 3) == i for t in tids) - (i == route(bad[1].trace_id, 3))
+                      - (i == route(bad[2].trace_id, 3)) for i in range(3)]

@@ -152,7 +152,7 @@ def build(cfg: ServiceConfig, specs) -> Service:
     if (n := worker_count(cfg)) > 1:
         grading = WorkerPool(cfg, n, telemetry, budget)
         intake = Intake(grading.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute,
-                        prepare=grading.prepare)
+                        judge=grading.judge, prepare=grading.prepare)
     else:
         rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation,
                           threshold=cfg.output_threshold)

@@ -36,10 +36,13 @@ class Intake:
     """Thread-safe: called concurrently by receiver threads."""
 
     def __init__(self, submit: Callable[[list[SpanRecord]], None], budget: SpanBudget, count: Callable[..., None],
-                 *, keep_attribute: str = "luckrate.output_ok", prepare: Callable[[ExportTraceServiceRequest], Any] | None = None):
-        """``prepare(request)`` makes what ``submit`` takes; by default the request's span records (grading
-        processes take the request itself, ``workers.WorkerPool.prepare``)."""
+                 *, keep_attribute: str = "luckrate.output_ok", judge: Callable[..., tuple] | None = None,
+                 prepare: Callable[..., Any] | None = None):
+        """``judge(request) -> (usable, rejected, ...)`` counts the spans (default ``usable_spans``);
+        ``prepare(request, judged)`` makes what ``submit`` takes, by default the request's span records.
+        Grading processes take the request itself (``workers.WorkerPool``)."""
         self._submit = submit
+        self._judge = judge or usable_spans
         self._prepare = prepare or self._records
         self._budget = budget
         self._count = count
@@ -56,7 +59,8 @@ class Intake:
     def accept(self, request: ExportTraceServiceRequest, transport: str) -> Outcome:
         # Reserve buffer space before compacting: a saturated server otherwise spent most of its CPU
         # compacting retried requests only to throw the records away (the README's Benchmarks section).
-        usable, rejected = usable_spans(request)
+        judged = self._judge(request)
+        usable, rejected = judged[0], judged[1]
         bad = sum(r.count for r in rejected)
         self._count("luckrate.spans.received", usable + bad, transport=transport)
         for r in rejected:
@@ -67,7 +71,7 @@ class Intake:
         if not self._budget.try_acquire(usable):
             return self._throttle(transport, usable, bad)
         try:
-            records = self._prepare(request)
+            records = self._prepare(request, judged)
         except BaseException:
             self._budget.release(usable)
             raise
@@ -80,7 +84,7 @@ class Intake:
         self._budget.release(usable)
         return self._throttle(transport, usable, bad)
 
-    def _records(self, request: ExportTraceServiceRequest) -> list[SpanRecord]:
+    def _records(self, request: ExportTraceServiceRequest, judged: tuple) -> list[SpanRecord]:
         return records_from_request(request, keep_attribute=self._keep)[0]
 
     def _throttle(self, transport: str, spans: int, bad: int) -> Outcome:

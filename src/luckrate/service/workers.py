@@ -31,7 +31,7 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from luckrate.adapters.otlp import OutputRule, records_from_request, request_from_protobuf, trajectory_from_spans
-from luckrate.adapters.otlp.spans import _judged
+from luckrate.adapters.otlp.spans import Rejected, _judged
 from luckrate.core.spec import load_specs
 from luckrate.service.assembler import Assembler, Limits, SpanBudget
 from luckrate.service.config import ServiceConfig
@@ -272,13 +272,22 @@ class WorkerPool:
     def pids(self) -> list[int]:
         return [s.process.pid for s in self._slots if s.process is not None]
 
-    def prepare(self, request: ExportTraceServiceRequest) -> tuple[list[int], bytes]:
-        """Spans per worker, and the request serialized once for all of them (on a receiver thread)."""
-        counts = [0] * self.n
+    def judge(self, request: ExportTraceServiceRequest) -> tuple[int, list[Rejected], list[int]]:
+        """``usable_spans`` and, in the same pass, how many usable spans each worker owns."""
+        shares = [0] * self.n
+        rejected: dict[str, int] = {}
+        n, crc32 = self.n, zlib.crc32
         for span, reason in _judged(request):
             if reason is None:
-                counts[zlib.crc32(span.trace_id) % self.n] += 1
-        return counts, request.SerializeToString()
+                shares[crc32(span.trace_id) % n] += 1
+            else:
+                rejected[reason] = rejected.get(reason, 0) + 1
+        return sum(shares), [Rejected(r, c) for r, c in rejected.items()], shares
+
+    @staticmethod
+    def prepare(request: ExportTraceServiceRequest, judged: tuple) -> tuple[list[int], bytes]:
+        """The request serialized once for every worker (after the budget took its spans)."""
+        return judged[2], request.SerializeToString()
 
     def submit(self, prepared: tuple[list[int], bytes]) -> None:
         """Never blocks: each worker's sender thread takes it from there."""
