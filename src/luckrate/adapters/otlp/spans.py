@@ -287,16 +287,22 @@ def _judged(req: ExportTraceServiceRequest) -> Iterator[tuple[Any, str | None]]:
                 yield span, _reject_reason(span)
 
 
+_ZERO_TRACE_ID = bytes(16)
+_ZERO_SPAN_ID = bytes(8)
+
+
 def _reject_reason(span: Any) -> str | None:
-    if len(span.trace_id) != 16 or not any(span.trace_id):
+    # Each upb field read builds a new bytes object, so each id is read once and compared whole (this runs
+    # on every span a receiver gets, before anything else).
+    trace_id = span.trace_id
+    if len(trace_id) != 16 or trace_id == _ZERO_TRACE_ID:
         return "bad_trace_id"
-    if len(span.span_id) != 8 or not any(span.span_id):
+    span_id = span.span_id
+    if len(span_id) != 8 or span_id == _ZERO_SPAN_ID:
         return "bad_span_id"
     parent = span.parent_span_id
-    if parent and (len(parent) != 8 or not any(parent)):
-        # An all-zero parent is a root in some SDKs' eyes; treat it as one rather than reject.
-        return None if len(parent) == 8 else "bad_parent_id"
-    return None
+    # An all-zero parent is a root in some SDKs' eyes; it is treated as one rather than rejected.
+    return "bad_parent_id" if parent and len(parent) != 8 else None
 
 
 def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes]) -> SpanRecord:
