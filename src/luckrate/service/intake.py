@@ -39,7 +39,7 @@ class Intake:
                  *, keep_attribute: str = "luckrate.output_ok", judge: Callable[..., tuple] | None = None,
                  prepare: Callable[..., Any] | None = None):
         """``judge(request) -> (usable, rejected, ...)`` counts the spans (default ``usable_spans``);
-        ``prepare(request, judged)`` makes what ``submit`` takes, by default the request's span records.
+        ``prepare(request, judged, raw)`` makes what ``submit`` takes, by default the request's span records.
         Grading processes take the request itself (``workers.WorkerPool``)."""
         self._submit = submit
         self._judge = judge or usable_spans
@@ -56,7 +56,9 @@ class Intake:
         with self._lock:
             self._accepting = False
 
-    def accept(self, request: ExportTraceServiceRequest, transport: str) -> Outcome:
+    def accept(self, request: ExportTraceServiceRequest, transport: str, raw: bytes | None = None) -> Outcome:
+        """``raw``: the protobuf encoding ``request`` was decoded from, when the receiver has it (handed to
+        grading processes as is, rather than encoded again)."""
         # Reserve buffer space before compacting: a saturated server otherwise spent most of its CPU
         # compacting retried requests only to throw the records away (the README's Benchmarks section).
         judged = self._judge(request)
@@ -71,7 +73,7 @@ class Intake:
         if not self._budget.try_acquire(usable):
             return self._throttle(transport, usable, bad)
         try:
-            records = self._prepare(request, judged)
+            records = self._prepare(request, judged, raw)
         except BaseException:
             self._budget.release(usable)
             raise
@@ -84,7 +86,7 @@ class Intake:
         self._budget.release(usable)
         return self._throttle(transport, usable, bad)
 
-    def _records(self, request: ExportTraceServiceRequest, judged: tuple) -> list[SpanRecord]:
+    def _records(self, request: ExportTraceServiceRequest, judged: tuple, raw: bytes | None) -> list[SpanRecord]:
         return records_from_request(request, keep_attribute=self._keep)[0]
 
     def _throttle(self, transport: str, spans: int, bad: int) -> Outcome:

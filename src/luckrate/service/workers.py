@@ -299,9 +299,10 @@ class WorkerPool:
         return sum(shares), [Rejected(r, c) for r, c in rejected.items()], shares
 
     @staticmethod
-    def prepare(request: ExportTraceServiceRequest, judged: tuple) -> tuple[list[int], bytes]:
-        """The request serialized once for every worker (after the budget took its spans)."""
-        return judged[2], request.SerializeToString()
+    def prepare(request: ExportTraceServiceRequest, judged: tuple, raw: bytes | None) -> tuple[list[int], bytes]:
+        """The request's encoding, once for every worker (after the budget took its spans): as received over
+        gRPC, serialized again otherwise."""
+        return judged[2], raw if raw is not None else request.SerializeToString()
 
     def submit(self, prepared: tuple[list[int], bytes]) -> None:
         """Never blocks: each worker's sender thread takes it from there."""
