@@ -95,15 +95,23 @@ def serve_round(s: Settings, transport: str, rate: float = 0.0) -> dict:
         load = harness.Load(transport, [server.target(transport)], duration=s.warm + s.window + 1.0,
                             rate=rate, cpus=cpu(s, 1))
         time.sleep(s.warm)
-        a, ta = server.scrape(), time.monotonic()
+        a, ta, ca = server.scrape(), time.monotonic(), server.cpu_seconds()
         time.sleep(s.window)
-        b, tb = server.scrape(), time.monotonic()
+        b, tb, cb = server.scrape(), time.monotonic(), server.cpu_seconds()
         peak = server.peak_rss()
         result = load.stop()
     finally:
         server.proc.kill()  # a SIGTERM would grade the whole buffer first: not what is measured here
     _check_load(result, f"serve {transport}")
-    return _window_figures(a, b, tb - ta) | {"peak_rss": peak, "throttled": result["throttled"]}
+    figures = _window_figures(a, b, tb - ta)
+    return figures | {"peak_rss": peak, "throttled": result["throttled"], "cpu_us": _cpu_us(cb - ca, figures, tb - ta)}
+
+
+def _cpu_us(cpu: float, figures: dict, seconds: float) -> float | None:
+    """CPU µs (every process of the server) per graded span: the cost, whatever share of the cores the
+    shared machine gave the server in this window."""
+    graded = figures["graded_per_s"] * seconds
+    return cpu / graded * 1e6 if graded else None
 
 
 def _window_figures(a: dict, b: dict, seconds: float) -> dict:
@@ -144,14 +152,15 @@ def workers_round(s: Settings, workers: int = 2) -> dict:
     try:
         load = harness.Load("grpc", [server.target("grpc")], duration=s.warm + s.window + 1.0, concurrency=8)
         time.sleep(s.warm)
-        a, ta = server.scrape(), time.monotonic()
+        a, ta, ca = server.scrape(), time.monotonic(), server.cpu_seconds()
         time.sleep(s.window)
-        b, tb = server.scrape(), time.monotonic()
+        b, tb, cb = server.scrape(), time.monotonic(), server.cpu_seconds()
         result = load.stop()
     finally:
         server.proc.kill()
     _check_load(result, f"serve --workers {workers} grpc")
-    return _window_figures(a, b, tb - ta)
+    figures = _window_figures(a, b, tb - ta)
+    return figures | {"cpu_us": _cpu_us(cb - ca, figures, tb - ta)}
 
 
 def memory_round(s: Settings) -> dict:
@@ -263,6 +272,11 @@ def rows(r: dict, s: Settings) -> list[Row]:
                    "serve gRPC (1 worker)", "≥ 1.7x", med(w2) / one >= 1.7))
     out.append(Row("serve --workers 2 (unpinned), gRPC: verdict delay p99, saturated", [x["p99"] for x in r["serve_w2"]],
                    "s"))
+    cpu1 = [x["cpu_us"] for x in r["serve_grpc"]]
+    cpu2 = [x["cpu_us"] for x in r["serve_w2"]]
+    out.append(Row("serve gRPC (1 worker): CPU µs per graded span", cpu1, "µs"))
+    out.append(Row("serve --workers 2: CPU µs per graded span, all 3 processes", cpu2, "µs",
+                   _div(med_or_none(cpu2), med_or_none(cpu1)), "serve gRPC (1 worker)"))
     two = [x["graded_per_s"] for x in r["serve_x2"]]
     out.append(Row("2 serve processes (1 per core), gRPC: spans/s graded", two, "spans/s", med(two) / null["grpc"],
                    "null gRPC (1 process)"))
@@ -285,6 +299,10 @@ def rows(r: dict, s: Settings) -> list[Row]:
 def med_or_none(values: list) -> float | None:
     vals = [v for v in values if v is not None]
     return statistics.median(vals) if vals else None
+
+
+def _div(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
 
 
 def _le(value: float | None, bound: float) -> bool:
