@@ -116,11 +116,37 @@ class Serve:
     def rss(self) -> int:
         return proc_status(self.proc.pid, "VmRSS")
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) used so far by the server and its grading processes (``--workers``)."""
+        pids = [self.proc.pid] + children(self.proc.pid)
+        return sum(_cpu(pid) for pid in pids)
+
     def peak_rss(self) -> int:
         return proc_status(self.proc.pid, "VmHWM")
 
     def stop(self) -> None:
         self.proc.stop()
+
+
+def children(pid: int) -> list[int]:
+    """Live child processes of ``pid`` (from /proc)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return out
+
+
+def _cpu(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0  # exited between listing and reading
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def proc_status(pid: int, key: str) -> int:

@@ -22,6 +22,7 @@ FIGURES = (
     "serve gRPC: verdict delay p50, saturated",
     "serve gRPC: verdict delay p99, saturated",
     "serve gRPC: peak RSS",
+    "serve --workers 2 (unpinned), gRPC: spans/s graded",
     "2 serve processes (1 per core), gRPC: spans/s graded",
     "resident bytes per buffered tool span",
     "grade 100 steps: µs per step",

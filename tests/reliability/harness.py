@@ -60,7 +60,7 @@ def settled(server: Server) -> dict:
     def done():
         s = server.scrape()
         accepted = total(s, "luckrate_spans_accepted_total")
-        handled = sum(total(s, f"luckrate_spans_{k}_total") for k in ("assembled", "duplicate", "late"))
+        handled = sum(total(s, f"luckrate_spans_{k}_total") for k in ("assembled", "duplicate", "late", "lost"))
         traces = total(s, "luckrate_traces_completed_total")
         outcomes = sum(total(s, n) for n in ("luckrate_runs_total", "luckrate_traces_ungraded_total",
                                              "luckrate_grade_errors_total"))
@@ -73,9 +73,10 @@ def identity(s: dict) -> dict[str, float]:
     """Assert the accounting identities exactly; return the terms (for the report)."""
     terms = {k: total(s, f"luckrate_{k}_total") for k in (
         "spans_received", "spans_accepted", "spans_rejected", "spans_assembled", "spans_duplicate", "spans_late",
-        "traces_completed", "runs", "traces_ungraded", "grade_errors")}
+        "spans_lost", "traces_completed", "runs", "traces_ungraded", "grade_errors")}
     assert terms["spans_received"] == terms["spans_accepted"] + terms["spans_rejected"], terms
-    assert terms["spans_accepted"] == terms["spans_assembled"] + terms["spans_duplicate"] + terms["spans_late"], terms
+    assert terms["spans_accepted"] == (terms["spans_assembled"] + terms["spans_duplicate"] + terms["spans_late"]
+                                       + terms["spans_lost"]), terms
     assert terms["traces_completed"] == terms["runs"] + terms["traces_ungraded"] + terms["grade_errors"], terms
     return terms
 

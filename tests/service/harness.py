@@ -162,6 +162,13 @@ class Server:
             return s if total(s, name, **labels) == value else None
         return wait_until(reached, f"{name}{labels} == {value}")
 
+    def wait_metric_at_least(self, name: str, value: float, **labels: str) -> dict:
+        """Poll /metrics until ``total(name, labels) >= value``; returns that scrape."""
+        def reached():
+            s = self.scrape()
+            return s if total(s, name, **labels) >= value else None
+        return wait_until(reached, f"{name}{labels} >= {value}")
+
     def terminate(self, timeout: float = DEADLINE) -> int:
         if self.proc.poll() is None:
             self.proc.terminate()

@@ -17,15 +17,16 @@ from dataclasses import dataclass
 
 from luckrate.core.spec import InvalidSpec, load_specs
 from luckrate.service.assembler import Assembler, AssemblerLoop, Limits, SpanBudget
-from luckrate.service.config import KEYS, InvalidConfig, ServiceConfig, build_config, finalize, load_config
+from luckrate.service.config import KEYS, InvalidConfig, ServiceConfig, build_config, finalize, load_config, worker_count
 from luckrate.service.intake import Intake
 from luckrate.service.prometheus import MetricsServer, PrometheusReader
 from luckrate.service.receiver_grpc import GrpcReceiver
 from luckrate.service.receiver_http import HttpReceiver
 from luckrate.service.security import grpc_credentials, http_context
 from luckrate.service.telemetry import Labels, Telemetry
-from luckrate.service.verdict_events import VerdictEvents, otlp_exporter
+from luckrate.service.verdict_events import VerdictEvents, check_verdict_events, verdict_events
 from luckrate.service.worker import VerdictLog, Worker
+from luckrate.service.workers import WorkerPool
 
 log = logging.getLogger("luckrate.service")
 
@@ -58,6 +59,7 @@ _FLAGS = (
     ("--verdict-events", "verdict_events", str, "with --otlp-logs: violations (default) or all graded runs"),
     ("--max-agents", "max_agents", int, "with one SPEC: distinct agent labels before 'other' (default 20)"),
     ("--shutdown-timeout", "shutdown_timeout", float, "seconds to drain on SIGTERM (default 30)"),
+    ("--workers", "workers", str, "grading processes: N, or auto for every core this process may use (default auto)"),
     ("--tls-cert", "tls_cert", str, "PEM certificate chain (TLS on both receivers)"),
     ("--tls-key", "tls_key", str, "PEM private key"),
     ("--tls-client-ca", "tls_client_ca", str, "PEM CA: require client certificates (mutual TLS)"),
@@ -80,14 +82,34 @@ def config_from_args(args: argparse.Namespace) -> ServiceConfig:
 
 
 @dataclass
+class InProcess:
+    """Grading in the receiving process (``workers = 1``): one assembler thread, one grader thread."""
+
+    loop: AssemblerLoop
+    worker: Worker
+
+    @property
+    def active(self) -> int:
+        return self.loop.assembler.active
+
+    def start(self) -> None:
+        self.worker.start()
+        self.loop.start()
+
+    def stop(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        done = self.loop.stop(max(0.1, deadline - time.monotonic()))
+        return self.worker.stop(max(0.1, deadline - time.monotonic())) and done
+
+
+@dataclass
 class Service:
     """The running pieces; ``start`` then ``stop`` (``stop`` alone is safe)."""
 
     cfg: ServiceConfig
     telemetry: Telemetry
     budget: SpanBudget
-    loop: AssemblerLoop
-    worker: Worker
+    grading: InProcess | WorkerPool
     intake: Intake
     receivers: list
     metrics: MetricsServer | None
@@ -96,8 +118,7 @@ class Service:
     def start(self) -> None:
         if self.metrics is not None:
             self.metrics.start()
-        self.worker.start()
-        self.loop.start()
+        self.grading.start()
         for r in self.receivers:
             r.start()
 
@@ -114,9 +135,8 @@ class Service:
         self.intake.close()
         for r in self.receivers:
             r.shutdown()
-        done = self.loop.stop(max(0.1, deadline - time.monotonic()))
-        done = self.worker.stop(max(0.1, deadline - time.monotonic())) and done
-        if self.events is not None:  # after the worker (its last verdicts), before metrics (its drop count)
+        done = self.grading.stop(max(0.1, deadline - time.monotonic()))
+        if self.events is not None:  # after grading (its last verdicts), before metrics (its drop count)
             self.events.shutdown(max(0.1, deadline - time.monotonic()))
         self.telemetry.shutdown(max(1.0, deadline - time.monotonic()))
         if self.metrics is not None:
@@ -136,15 +156,23 @@ def build(cfg: ServiceConfig, specs) -> Service:
         readers.append(_otlp_reader(cfg))
     telemetry = Telemetry(readers, Labels(specs, cfg.max_agents))
     budget = SpanBudget(cfg.max_buffered_spans)
-    rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation,
-                      threshold=cfg.output_threshold)
-    events = _verdict_events(cfg, telemetry) if cfg.otlp_logs else None
-    worker = Worker(specs, lambda spans: trajectory_from_spans(spans, rule), telemetry, release=budget.release,
-                    verdict_log=VerdictLog(cfg.verdict_log) if cfg.verdict_log else None, events=events)
-    limits = Limits.from_config(cfg)
-    loop = AssemblerLoop(Assembler(worker.submit, limits=limits, count=telemetry.add, release=budget.release),
-                         tick=limits.bucket)
-    intake = Intake(loop.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute)
+    events = None
+    if (n := worker_count(cfg)) > 1:
+        check_verdict_events(cfg)  # each grading process exports its own log events; fail here, not there
+        grading = WorkerPool(cfg, n, telemetry, budget)
+        intake = Intake(grading.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute,
+                        judge=grading.judge, prepare=grading.prepare)
+    else:
+        rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation,
+                          threshold=cfg.output_threshold)
+        events = verdict_events(cfg, telemetry.add) if cfg.otlp_logs else None
+        worker = Worker(specs, lambda spans: trajectory_from_spans(spans, rule), telemetry, release=budget.release,
+                        verdict_log=VerdictLog(cfg.verdict_log) if cfg.verdict_log else None, events=events)
+        limits = Limits.from_config(cfg)
+        loop = AssemblerLoop(Assembler(worker.submit, limits=limits, count=telemetry.add, release=budget.release),
+                             tick=limits.bucket)
+        grading = InProcess(loop, worker)
+        intake = Intake(loop.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute)
     common = dict(max_request_bytes=cfg.max_request_bytes, retry_after=cfg.retry_after, token=cfg.bearer_token)
     receivers = []
     if cfg.grpc is not None:
@@ -155,16 +183,8 @@ def build(cfg: ServiceConfig, specs) -> Service:
                                       request_timeout=cfg.http_request_timeout, idle_timeout=cfg.http_idle_timeout,
                                       **common))
     metrics = MetricsServer(cfg.prometheus, prom) if prom is not None else None
-    return Service(cfg, telemetry, budget, loop, worker, intake, receivers, metrics, events)
+    return Service(cfg, telemetry, budget, grading, intake, receivers, metrics, events)
 
-
-def _verdict_events(cfg: ServiceConfig, telemetry: Telemetry) -> VerdictEvents:
-    """Log events go through the SDK's OTLP/HTTP log exporter, from the optional ``otlp`` extra."""
-    try:
-        exporter = otlp_exporter(cfg.otlp_logs)
-    except ImportError as e:
-        raise InvalidConfig("command line", [("otlp_logs", str(e))]) from None
-    return VerdictEvents(exporter, telemetry.add, mode=cfg.verdict_events)
 
 
 def _otlp_reader(cfg: ServiceConfig):
@@ -203,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"luckrate serve: listening {service.addresses()}", flush=True)
     while not stop.wait(0.5):  # a timed wait keeps the main thread responsive to signals
         pass
-    log.info("stopping: grading %d buffered trace(s)", service.loop.assembler.active)
+    log.info("stopping: grading %d buffered trace(s)", service.grading.active)
     ok = service.stop(cfg.shutdown_timeout)
     if not ok:
         log.error("shutdown deadline (%.0f s) passed before every buffered trace was graded", cfg.shutdown_timeout)

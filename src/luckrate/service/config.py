@@ -96,6 +96,9 @@ class ServiceConfig:
     """Graded trace ids remembered to recognise late spans."""
     shutdown_timeout: float = 30.0
     """Seconds SIGTERM/SIGINT may take to grade the buffer and flush metrics."""
+    workers: int | str = "auto"
+    """Grading processes: a positive integer, or ``"auto"`` for the cores this process may run on
+    (``os.sched_getaffinity``). 1 grades in the receiving process itself."""
     tls_cert: str | None = None
     """PEM certificate chain; with ``tls_key`` both receivers serve TLS."""
     tls_key: str | None = None
@@ -150,6 +153,8 @@ def _check(key: str, value: Any, problems: list[tuple[str, str]]) -> Any:
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"expected a positive integer, got {value!r}")
             return value
+        if key == "workers":
+            return _workers(value)
         if key == "output_threshold":
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise ValueError(f"expected a number, got {value!r}")
@@ -169,6 +174,22 @@ def _check(key: str, value: Any, problems: list[tuple[str, str]]) -> Any:
         return None
     problems.append((key, "unknown key" + _suggest(key)))
     return None
+
+
+def _workers(value: Any) -> int | str:
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    count = int(value.strip()) if isinstance(value, str) and value.strip().isdigit() else value  # flags are strings
+    if isinstance(count, bool) or not isinstance(count, int) or count <= 0:
+        raise ValueError(f"expected a positive integer or \"auto\", got {value!r}")
+    return count
+
+
+def worker_count(cfg: ServiceConfig) -> int:
+    """``cfg.workers`` resolved: ``auto`` is the number of cores this process may run on."""
+    if cfg.workers == "auto":
+        return max(1, len(os.sched_getaffinity(0)))
+    return int(cfg.workers)
 
 
 def _suggest(key: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -35,8 +36,14 @@ class Intake:
     """Thread-safe: called concurrently by receiver threads."""
 
     def __init__(self, submit: Callable[[list[SpanRecord]], None], budget: SpanBudget, count: Callable[..., None],
-                 *, keep_attribute: str = "luckrate.output_ok"):
+                 *, keep_attribute: str = "luckrate.output_ok", judge: Callable[..., tuple] | None = None,
+                 prepare: Callable[..., Any] | None = None):
+        """``judge(request) -> (usable, rejected, ...)`` counts the spans (default ``usable_spans``);
+        ``prepare(request, judged, raw)`` makes what ``submit`` takes, by default the request's span records.
+        Grading processes take the request itself (``workers.WorkerPool``)."""
         self._submit = submit
+        self._judge = judge or usable_spans
+        self._prepare = prepare or self._records
         self._budget = budget
         self._count = count
         self._keep = keep_attribute
@@ -49,10 +56,13 @@ class Intake:
         with self._lock:
             self._accepting = False
 
-    def accept(self, request: ExportTraceServiceRequest, transport: str) -> Outcome:
+    def accept(self, request: ExportTraceServiceRequest, transport: str, raw: bytes | None = None) -> Outcome:
+        """``raw``: the protobuf encoding ``request`` was decoded from, when the receiver has it (handed to
+        grading processes as is, rather than encoded again)."""
         # Reserve buffer space before compacting: a saturated server otherwise spent most of its CPU
         # compacting retried requests only to throw the records away (the README's Benchmarks section).
-        usable, rejected = usable_spans(request)
+        judged = self._judge(request)
+        usable, rejected = judged[0], judged[1]
         bad = sum(r.count for r in rejected)
         self._count("luckrate.spans.received", usable + bad, transport=transport)
         for r in rejected:
@@ -63,7 +73,7 @@ class Intake:
         if not self._budget.try_acquire(usable):
             return self._throttle(transport, usable, bad)
         try:
-            records, _ = records_from_request(request, keep_attribute=self._keep)
+            records = self._prepare(request, judged, raw)
         except BaseException:
             self._budget.release(usable)
             raise
@@ -75,6 +85,9 @@ class Intake:
                 return Outcome(False, bad, message)
         self._budget.release(usable)
         return self._throttle(transport, usable, bad)
+
+    def _records(self, request: ExportTraceServiceRequest, judged: tuple, raw: bytes | None) -> list[SpanRecord]:
+        return records_from_request(request, keep_attribute=self._keep)[0]
 
     def _throttle(self, transport: str, spans: int, bad: int) -> Outcome:
         self._count("luckrate.spans.rejected", spans, reason="buffer_full")

@@ -113,7 +113,7 @@ class GrpcReceiver:
         except InvalidInput as e:
             self._intake.refuse("grpc", "undecodable")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e)[:1024])
-        outcome = self._intake.accept(request, "grpc")
+        outcome = self._intake.accept(request, "grpc", raw=body)
         if outcome.throttled:
             details = status.encode_status(status.RESOURCE_EXHAUSTED, outcome.message, self._retry_after)
             # RetryInfo twice: in the status details (read by the Collector's Go exporter) and under its

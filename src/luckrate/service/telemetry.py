@@ -68,6 +68,8 @@ INSTRUMENTS: tuple[Instrument, ...] = (
     Instrument("luckrate.spans.late", "counter", "{span}",
                "Accepted spans dropped because their trace was already graded"),
     Instrument("luckrate.spans.assembled", "counter", "{span}", "Spans handed to the grader inside completed traces"),
+    Instrument("luckrate.spans.lost", "counter", "{span}",
+               "Accepted spans lost before grading: the grading process holding them died", ("reason",)),
     Instrument("luckrate.requests.refused", "counter", "{request}",
                "Export requests or HTTP connections refused whole (too large, undecodable, unauthenticated, bad media "
                "type, buffer full, over the connection cap, request deadline passed)",
@@ -94,6 +96,7 @@ REFUSAL_REASONS = ("too_large", "undecodable", "unauthenticated", "unsupported_m
 TRANSPORTS = ("grpc", "http")
 REJECTION_REASONS = (*REJECT_REASONS, "buffer_full")
 VERDICT_EVENT_DROPS = ("queue_full", "export_failed", "shutdown")
+LOSS_REASONS = ("worker_died",)
 
 ZERO_SERIES: tuple[tuple[str, tuple[dict[str, str], ...]], ...] = (
     ("luckrate.spans.received", tuple({"transport": t} for t in TRANSPORTS)),
@@ -102,6 +105,7 @@ ZERO_SERIES: tuple[tuple[str, tuple[dict[str, str], ...]], ...] = (
     ("luckrate.spans.duplicate", ({},)),
     ("luckrate.spans.late", ({},)),
     ("luckrate.spans.assembled", ({},)),
+    ("luckrate.spans.lost", tuple({"reason": r} for r in LOSS_REASONS)),
     ("luckrate.requests.refused", tuple({"transport": t, "reason": r} for t in TRANSPORTS for r in REFUSAL_REASONS)),
     ("luckrate.traces.completed", tuple({"reason": r} for r in COMPLETION_REASONS)),
     ("luckrate.traces.ungraded", tuple({"reason": r} for r in UNGRADED_REASONS)),

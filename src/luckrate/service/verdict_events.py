@@ -206,3 +206,22 @@ def otlp_exporter(url: str, timeout: float = 10.0) -> LogRecordExporter:
     except ImportError as e:
         raise ImportError(f"needs the package {EXTRA_PACKAGE} (pip install 'luckrate[otlp]')") from e
     return OTLPLogExporter(endpoint=url, timeout=timeout)
+
+
+def check_verdict_events(cfg) -> None:
+    """``--otlp-logs`` needs the SDK's OTLP/HTTP log exporter, from the optional ``otlp`` extra: refuse to
+    start without it (checked in the receiving process, before any grading process starts)."""
+    from luckrate.service.config import InvalidConfig
+
+    if cfg.otlp_logs:
+        try:
+            otlp_exporter(cfg.otlp_logs)
+        except ImportError as e:
+            raise InvalidConfig("command line", [("otlp_logs", str(e))]) from None
+
+
+def verdict_events(cfg, count: Callable[..., None]) -> VerdictEvents:
+    """The log-event exporter of one grading process (each ``--workers`` process has its own); ``count``
+    records its drops, which a worker's report carries to the one ``/metrics``."""
+    check_verdict_events(cfg)
+    return VerdictEvents(otlp_exporter(cfg.otlp_logs), count, mode=cfg.verdict_events)

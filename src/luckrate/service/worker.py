@@ -50,7 +50,11 @@ class VerdictLog:
         }
         if len(g.violations) > MAX_ECHO_VIOLATIONS:
             line["violations_omitted"] = len(g.violations) - MAX_ECHO_VIOLATIONS
-        self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self.write_line(json.dumps(line, ensure_ascii=False))
+
+    def write_line(self, text: str) -> None:
+        """One line, already encoded (grading processes send theirs to the one process that writes)."""
+        self._file.write(text + "\n")
         self._file.flush()
 
     def close(self) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -248,16 +248,19 @@ def _hex_bytes(text: str) -> bytes:
 
 
 def records_from_request(
-    req: ExportTraceServiceRequest, *, keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE
+    req: ExportTraceServiceRequest, *, keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE,
+    keep_trace: Callable[[bytes], bool] | None = None,
 ) -> tuple[list[SpanRecord], list[Rejected]]:
-    """Compact every usable span of the request; count the others by reason. Never raises on content."""
+    """Compact every usable span of the request (only those whose trace id ``keep_trace`` accepts, when
+    given: a grading process keeps its share of the traces); count the others by reason. Never raises on
+    content."""
     records: list[SpanRecord] = []
     rejected: dict[str, int] = {}
     ids: dict[bytes, bytes] = {}  # one bytes object per distinct id of the request (trace ids, parents)
     for span, reason in _judged(req):
         if reason:
             rejected[reason] = rejected.get(reason, 0) + 1
-        else:
+        elif keep_trace is None or keep_trace(span.trace_id):
             records.append(_record(span, keep_attribute, ids))
     return records, [Rejected(r, n) for r, n in rejected.items()]
 
@@ -284,16 +287,22 @@ def _judged(req: ExportTraceServiceRequest) -> Iterator[tuple[Any, str | None]]:
                 yield span, _reject_reason(span)
 
 
+_ZERO_TRACE_ID = bytes(16)
+_ZERO_SPAN_ID = bytes(8)
+
+
 def _reject_reason(span: Any) -> str | None:
-    if len(span.trace_id) != 16 or not any(span.trace_id):
+    # Each upb field read builds a new bytes object, so each id is read once and compared whole (this runs
+    # on every span a receiver gets, before anything else).
+    trace_id = span.trace_id
+    if len(trace_id) != 16 or trace_id == _ZERO_TRACE_ID:
         return "bad_trace_id"
-    if len(span.span_id) != 8 or not any(span.span_id):
+    span_id = span.span_id
+    if len(span_id) != 8 or span_id == _ZERO_SPAN_ID:
         return "bad_span_id"
     parent = span.parent_span_id
-    if parent and (len(parent) != 8 or not any(parent)):
-        # An all-zero parent is a root in some SDKs' eyes; treat it as one rather than reject.
-        return None if len(parent) == 8 else "bad_parent_id"
-    return None
+    # An all-zero parent is a root in some SDKs' eyes; it is treated as one rather than rejected.
+    return "bad_parent_id" if parent and len(parent) != 8 else None
 
 
 def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes]) -> SpanRecord:

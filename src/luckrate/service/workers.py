@@ -1,0 +1,433 @@
+"""Grading on several processes (``luckrate serve --workers N``): one receiving process, N grading ones.
+
+The receiving process keeps the listeners, the span budget, the metrics and the verdict log. Each grading
+process (a *worker*) owns the traces whose id routes to it, ``crc32(trace id) mod N`` (what the Collector's
+load-balancing exporter does with ``routing_key: traceID``), and runs the same Assembler and Worker a single
+process runs, grading on its one thread as traces complete.
+
+A request goes, serialized once, to every worker that owns one of its spans; each decodes it and keeps its
+own spans. Workers answer with reports: counter deltas, histogram samples, verdict lines, and how many spans
+they settled (graded, duplicate or late). A report is cut only between batches, when every span the worker
+settled is also counted in it, so the sums the receiving process keeps satisfy the accounting identities
+exactly. A worker that dies loses only what it had not settled: the receiving process counts those spans in
+``spans_lost{reason="worker_died"}``, gives their room back to the budget, and starts a new worker.
+
+Standard library only: multiprocessing pipes between spawned processes (not forked: the receiving process
+runs gRPC's threads, and forking those is unsafe).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import multiprocessing
+import queue
+import signal
+import threading
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from luckrate.adapters.otlp import OutputRule, records_from_request, request_from_protobuf, trajectory_from_spans
+from luckrate.adapters.otlp.spans import Rejected, _judged
+from luckrate.core.spec import load_specs
+from luckrate.service.assembler import Assembler, Limits, SpanBudget
+from luckrate.service.config import ServiceConfig
+from luckrate.service.telemetry import BY_NAME, Labels, Telemetry
+from luckrate.service.exemplars import span_ids, trace_context
+from luckrate.service.verdict_events import verdict_events
+from luckrate.service.worker import VerdictLog, Worker
+
+log = logging.getLogger(__name__)
+
+REPORT_EVERY = 0.05
+"""Seconds between a busy worker's reports: /metrics lags the workers by about this much."""
+RESTART_PAUSE = 1.0
+"""A worker that dies within this many seconds of starting is restarted only after this pause (a worker
+that cannot start at all must not spin)."""
+MAX_AGENT = 1024
+"""Longest agent name a worker sends back (the receiving process cuts label values further)."""
+
+
+def route(trace_id: bytes, n: int) -> int:
+    """The worker (0..n-1) that owns a trace."""
+    return zlib.crc32(trace_id) % n
+
+
+@dataclass
+class Report:
+    """What a worker settled since its last report."""
+
+    counts: dict[tuple[str, tuple[tuple[str, str], ...]], float]
+    """(instrument, attributes) -> delta, for counters and the active-traces gauge; agent names raw."""
+    samples: dict[str, list[float]]
+    """Histogram instrument -> values recorded."""
+    lines: list[str]
+    """Verdict log lines."""
+    settled: int
+    """Spans graded, duplicate or late: their budget is given back."""
+    done: bool = False
+    """The last report: the worker drained its buffer and is exiting."""
+    exemplars: dict = field(default_factory=dict)
+    """(instrument, attributes) -> (trace id, span id) of the latest increment that carried a graded trace."""
+
+
+class _RawAgents:
+    """A worker's label policy: agent names go back raw (the first-N list lives in the receiving process, so
+    that N workers share one), tool names are already bounded by the spec."""
+
+    @staticmethod
+    def agent(name: str | None) -> str:
+        return (name or "")[:MAX_AGENT]
+
+    tool = staticmethod(Labels.tool)
+
+
+class Tally:
+    """A worker's Telemetry: records what Telemetry records, as deltas until the next report."""
+
+    def __init__(self) -> None:
+        self.labels = _RawAgents()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.counts: dict = {}
+        self.samples: dict[str, list[float]] = {}
+        self.exemplars: dict = {}
+        self.settled = 0
+
+    def add(self, name: str, value: float = 1, *, context=None, **attributes: str) -> None:
+        if BY_NAME[name].kind == "histogram":
+            self.samples.setdefault(name, []).append(value)
+        else:
+            key = (name, tuple(attributes.items()))
+            self.counts[key] = self.counts.get(key, 0) + value
+            if context is not None and (ids := span_ids(context)) is not None:
+                self.exemplars[key] = ids
+
+    run = Telemetry.run  # the same instruments and labels, recorded through add and labels above
+
+    def release(self, n: int) -> None:
+        self.settled += n
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.counts or self.samples or self.settled)
+
+    def cut(self, lines: list[str], done: bool = False) -> Report:
+        report = Report(self.counts, self.samples, lines, self.settled, done, self.exemplars)
+        self._reset()
+        return report
+
+
+class _HeldLines(VerdictLog):
+    """A worker's verdict log: lines wait for the next report (one process writes the file)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def write_line(self, text: str) -> None:
+        self.lines.append(text)
+
+    def take(self) -> list[str]:
+        lines, self.lines = self.lines, []
+        return lines
+
+    def close(self) -> None:
+        pass
+
+
+class _StampedClock:
+    """The assembler's clock. A batch is stamped with the time the receiving process took it (Linux's
+    CLOCK_MONOTONIC is one clock for every process), so time spent between processes counts in the quiet
+    periods and in the verdict delay, as it does in one process."""
+
+    def __init__(self) -> None:
+        self.stamp: float | None = None
+
+    def __call__(self) -> float:
+        return time.monotonic() if self.stamp is None else self.stamp
+
+
+def worker_main(cfg: ServiceConfig, index: int, n: int, inbox, outbox, log_level: int = logging.INFO) -> None:
+    """A grading process: read batches until told to stop (None) or the receiving process is gone, then
+    grade everything buffered and send the last report."""
+    # Ctrl-C reaches the whole process group, and SIGTERM may too: the receiving process decides when a
+    # worker drains, so that it drains after the receivers stopped, not before.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    logging.basicConfig(level=log_level, format=f"%(asctime)s %(levelname)s %(name)s[worker {index}]: %(message)s")
+    specs = load_specs(cfg.spec)
+    tally, lines = Tally(), _HeldLines()
+    rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation,
+                      threshold=cfg.output_threshold)
+    events = verdict_events(cfg, tally.add) if cfg.otlp_logs else None
+    worker = Worker(specs, lambda spans: trajectory_from_spans(spans, rule), tally, release=tally.release,
+                    verdict_log=lines if cfg.verdict_log else None, events=events)
+    limits = Limits.from_config(cfg)
+    clock = _StampedClock()
+    assembler = Assembler(worker.handle, limits=limits, clock=clock, count=tally.add, release=tally.release)
+
+    def mine(trace_id: bytes) -> bool:
+        return zlib.crc32(trace_id) % n == index
+
+    last = time.monotonic()
+    while (message := _next(inbox, limits.bucket)) is not None:
+        if message is not _IDLE:
+            stamp, body = message
+            records, _ = records_from_request(request_from_protobuf(body), keep_attribute=cfg.output_attribute,
+                                              keep_trace=mine)
+            clock.stamp = stamp
+            try:
+                assembler.add(records)
+            finally:
+                clock.stamp = None
+        assembler.expire()
+        now = time.monotonic()
+        if tally.pending and now - last >= REPORT_EVERY:
+            if not _report(outbox, tally.cut(lines.take())):
+                return
+            last = now
+    assembler.drain("shutdown")
+    if events is not None:  # its last exports and drop counts go into the last report
+        events.shutdown(cfg.shutdown_timeout)
+    _report(outbox, tally.cut(lines.take(), done=True))
+
+
+def _report(outbox, report: Report) -> bool:
+    """False when the receiving process is gone (killed): nobody is left to count anything."""
+    try:
+        outbox.send(report)
+        return True
+    except OSError:
+        return False
+
+
+_IDLE = object()
+
+
+def _next(inbox, timeout: float) -> Any:
+    """The next batch, ``_IDLE`` when none came within ``timeout``, None to stop (asked, or the receiving
+    process is gone)."""
+    try:
+        return inbox.recv() if inbox.poll(timeout) else _IDLE
+    except (EOFError, OSError):
+        return None
+
+
+_STOP_SENDING = object()
+
+
+def _send_all(messages: queue.SimpleQueue, conn) -> None:
+    """One worker's sender thread: receivers never wait on a busy worker (the budget bounds the queue)."""
+    try:
+        while (message := messages.get()) is not _STOP_SENDING:
+            conn.send(message)
+            if message is None:
+                break
+    except OSError:
+        pass  # the worker died; its reader counts what it held
+    finally:
+        conn.close()
+
+
+PIPE_BYTES = 1 << 20
+"""Pipe capacity asked for (Linux's default ceiling, ``/proc/sys/fs/pipe-max-size``)."""
+
+
+def _widen(conn) -> None:
+    """A request of a few hundred KB then fits the pipe whole: with the default 64 KiB the worker read it
+    in pieces, each waiting on the sender thread, and py-spy saw 10% of a worker in ``Connection._recv``."""
+    try:
+        fcntl.fcntl(conn.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except OSError:  # over the system's ceiling, or not Linux: the default works, only slower
+        pass
+
+
+@dataclass
+class _Slot:
+    """One worker as the receiving process sees it. ``sent - settled`` spans are held by the worker (or on
+    their way to it); that is what its death loses."""
+
+    index: int
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    sent: int = 0
+    settled: int = 0
+    active: int = 0
+    """Traces it buffers, from its reports."""
+    queue: queue.SimpleQueue | None = None
+    process: Any = None
+    outbox: Any = None
+    started: float = 0.0
+    done: bool = False
+    """It drained and sent its last report."""
+
+    def send(self, message: tuple[float, bytes], spans: int) -> None:
+        with self.lock:  # one cut with a death: a batch counts against exactly one worker process
+            self.sent += spans
+            self.queue.put(message)
+
+
+class WorkerPool:
+    """N grading processes behind one Intake: ``prepare`` and ``submit`` are its hand-over hooks."""
+
+    def __init__(self, cfg: ServiceConfig, n: int, telemetry: Telemetry, budget: SpanBudget):
+        self.n = n
+        self._cfg = cfg
+        self._telemetry = telemetry
+        self._budget = budget
+        self._verdicts = VerdictLog(cfg.verdict_log) if cfg.verdict_log else None
+        self._context = multiprocessing.get_context("spawn")
+        self._slots = [_Slot(i) for i in range(n)]
+        self._readers: list[threading.Thread] = []
+        self._apply_lock = threading.Lock()
+        self._stopping = False
+        self._failed = False
+
+    @property
+    def active(self) -> int:
+        """Traces buffered across workers (as of their last reports)."""
+        return sum(s.active for s in self._slots)
+
+    @property
+    def pids(self) -> list[int]:
+        return [s.process.pid for s in self._slots if s.process is not None]
+
+    def judge(self, request: ExportTraceServiceRequest) -> tuple[int, list[Rejected], list[int]]:
+        """``usable_spans`` and, in the same pass, how many usable spans each worker owns."""
+        shares = [0] * self.n
+        rejected: dict[str, int] = {}
+        n, crc32 = self.n, zlib.crc32
+        for span, reason in _judged(request):
+            if reason is None:
+                shares[crc32(span.trace_id) % n] += 1
+            else:
+                rejected[reason] = rejected.get(reason, 0) + 1
+        return sum(shares), [Rejected(r, c) for r, c in rejected.items()], shares
+
+    @staticmethod
+    def prepare(request: ExportTraceServiceRequest, judged: tuple, raw: bytes | None) -> tuple[list[int], bytes]:
+        """The request's encoding, once for every worker (after the budget took its spans): as received over
+        gRPC, serialized again otherwise."""
+        return judged[2], raw if raw is not None else request.SerializeToString()
+
+    def submit(self, prepared: tuple[list[int], bytes]) -> None:
+        """Never blocks: each worker's sender thread takes it from there."""
+        counts, body = prepared
+        message = (time.monotonic(), body)
+        for slot, spans in zip(self._slots, counts):
+            if spans:
+                slot.send(message, spans)
+
+    def start(self) -> None:
+        for slot in self._slots:
+            self._launch(slot, queue.SimpleQueue())
+            reader = threading.Thread(target=self._read, args=(slot,), name=f"luckrate-worker-{slot.index}",
+                                      daemon=True)
+            reader.start()
+            self._readers.append(reader)
+
+    def stop(self, timeout: float) -> bool:
+        """Every worker grades what it holds and sends its last report; False when one did not within
+        ``timeout`` or died while draining (its spans are counted as lost)."""
+        deadline = time.monotonic() + timeout
+        self._stopping = True
+        for slot in self._slots:
+            with slot.lock:
+                if slot.queue is not None:
+                    slot.queue.put(None)
+        for reader in self._readers:
+            reader.join(max(0.0, deadline - time.monotonic()))
+        ok = not self._failed and all(s.done for s in self._slots if s.process is not None)
+        for slot in self._slots:
+            if slot.process is not None and slot.process.is_alive():
+                slot.process.kill()
+                slot.process.join(5)
+        if self._verdicts is not None:
+            with self._apply_lock:
+                self._verdicts.close()
+        return ok
+
+    def _launch(self, slot: _Slot, messages: queue.SimpleQueue) -> None:
+        inbox_r, inbox_w = self._context.Pipe(duplex=False)
+        outbox_r, outbox_w = self._context.Pipe(duplex=False)
+        _widen(inbox_w)
+        _widen(outbox_w)
+        process = self._context.Process(
+            target=worker_main, name=f"luckrate-worker-{slot.index}", daemon=True,
+            args=(self._cfg, slot.index, self.n, inbox_r, outbox_w, logging.getLogger().getEffectiveLevel()))
+        process.start()
+        # Only the worker holds these ends now, so its death is an EOF here.
+        inbox_r.close()
+        outbox_w.close()
+        with slot.lock:
+            slot.queue = messages  # already in place after a death (_died swaps it under the lock)
+        slot.process, slot.outbox, slot.started = process, outbox_r, time.monotonic()
+        threading.Thread(target=_send_all, args=(messages, inbox_w), name=f"luckrate-send-{slot.index}",
+                         daemon=True).start()
+
+    def _read(self, slot: _Slot) -> None:
+        """One worker's reports, applied in order; a death is counted and the worker replaced."""
+        while True:
+            try:
+                report = slot.outbox.recv()
+            except (EOFError, OSError):
+                if self._died(slot):
+                    continue
+                return
+            self._apply(slot, report)
+            if report.done:
+                slot.done = True
+                slot.process.join(5)
+                return
+
+    def _apply(self, slot: _Slot, report: Report) -> None:
+        with slot.lock:
+            slot.settled += report.settled
+        self._budget.release(report.settled)  # before counting, so whoever sees the count also sees the room
+        telemetry = self._telemetry
+        with self._apply_lock:
+            for (name, pairs), value in report.counts.items():
+                ids = report.exemplars.get((name, pairs))
+                attributes = dict(pairs)
+                if "agent" in attributes:
+                    attributes["agent"] = telemetry.labels.agent(attributes["agent"])
+                if name == "luckrate.traces.active":
+                    slot.active += int(value)
+                telemetry.add(name, value, context=trace_context(*ids) if ids else None, **attributes)
+            for name, values in report.samples.items():
+                for value in values:
+                    telemetry.add(name, value)
+            if self._verdicts is not None:
+                for line in report.lines:
+                    self._verdicts.write_line(line)
+
+    def _died(self, slot: _Slot) -> bool:
+        """Count what the dead worker held; start another unless stopping. True when one was started."""
+        slot.process.join(5)
+        code = slot.process.exitcode
+        replacement: queue.SimpleQueue = queue.SimpleQueue()
+        with slot.lock:
+            lost, active = slot.sent - slot.settled, slot.active
+            slot.sent = slot.settled = slot.active = 0
+            old, slot.queue = slot.queue, replacement
+        old.put(_STOP_SENDING)
+        self._budget.release(lost)
+        with self._apply_lock:
+            self._telemetry.add("luckrate.spans.lost", lost, reason="worker_died")
+            if active:
+                self._telemetry.add("luckrate.traces.active", -active)
+        if self._stopping:
+            self._failed = True
+            log.error("worker %d died while draining (exit code %s): %d span(s) lost", slot.index, code, lost)
+            return False
+        log.error("worker %d died (exit code %s): %d buffered span(s) lost; starting another", slot.index, code, lost)
+        if time.monotonic() - slot.started < RESTART_PAUSE:
+            time.sleep(RESTART_PAUSE)
+        self._launch(slot, replacement)
+        if self._stopping:
+            replacement.put(None)  # stop() ran while this one started: it drains at once
+        return True
