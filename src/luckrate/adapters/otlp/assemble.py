@@ -6,15 +6,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from luckrate.adapters import InvalidInput
+from luckrate.adapters.otlp.conventions import CONVENTIONS, classify, input_messages, output_messages
 from luckrate.adapters.otlp.join import Call, join, requests_from
-from luckrate.adapters.otlp.messages import Message, input_messages, output_messages, user_texts
+from luckrate.adapters.otlp.messages import Message, user_texts
 from luckrate.adapters.otlp.output import OutputRule, output_ok
 from luckrate.adapters.otlp.payloads import parse_args, result_text
-from luckrate.adapters.otlp.roles import AgentRole, ModelRole, Role, ToolRole, classify
+from luckrate.adapters.otlp.roles import AgentRole, ModelRole, Role, ToolRole
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.adapters.otlp.tree import Tree
 from luckrate.core.step import Step, Trajectory
 
+_NAMES = sorted((c.name for c in CONVENTIONS), key=str.lower)
+_KNOWN = ", ".join(_NAMES[:-1]) + " or " + _NAMES[-1] if len(_NAMES) > 1 else _NAMES[0]
 ERROR = 2  # OTLP Status.StatusCode.STATUS_CODE_ERROR; OK (1) and UNSET (0) are both success
 
 
@@ -40,10 +43,7 @@ class _Assembly:
         for rec in tree.spans:  # each role's spans in tree order, listed once (several passes read them)
             self._by_kind.setdefault(type(self.roles[rec.span_id]), []).append(rec)
         if not any(self.roles.values()):
-            raise InvalidInput(
-                f"no GenAI, OpenInference or Traceloop agent, model or tool span among {len(tree.spans)} spans",
-                where,
-            )
+            raise InvalidInput(f"no {_KNOWN} agent, model or tool span among {len(tree.spans)} spans", where)
         self._agent_memo: dict[bytes, Any] = {}
         self._tool_memo: dict[bytes, Any] = {}
 

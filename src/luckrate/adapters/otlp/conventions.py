@@ -1,0 +1,67 @@
+"""The registry of span conventions the adapter reads, in the order they are asked.
+
+Adding a convention is one module and one line in ``CONVENTIONS``. The module reads its keys into
+roles (``classify(rec) -> Role | None``), may read messages kept where messages.py does not look
+(``messages(rec, "input" | "output") -> list[Message] | None``, asked before the standard readers),
+and names the attribute keys it reads (``KEYS``; compaction drops every other key). The most explicit
+markers come first: a span is what the first convention that recognises it says it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from luckrate.adapters.otlp import genai, openinference, spans, traceloop
+from luckrate.adapters.otlp import messages as standard
+from luckrate.adapters.otlp.messages import Message
+from luckrate.adapters.otlp.roles import Role
+from luckrate.adapters.otlp.spans import SpanRecord
+
+Direction = Literal["input", "output"]
+
+
+@dataclass(frozen=True)
+class Convention:
+    name: str
+    classify: Callable[[SpanRecord], Role | None]
+    messages: Callable[[SpanRecord, Direction], list[Message] | None] | None = None
+    """Messages kept where the standard readers (messages.py) do not look; None: none of its own."""
+    keys: frozenset[str] = frozenset()
+    """Attribute keys it reads beyond those spans.py keeps for the first three conventions."""
+
+
+CONVENTIONS: tuple[Convention, ...] = (
+    Convention("OpenInference", openinference.classify),
+    Convention("GenAI", genai.classify),
+    Convention("Traceloop", traceloop.classify),
+)
+_READERS = tuple(c.messages for c in CONVENTIONS if c.messages is not None)
+for _c in CONVENTIONS:
+    spans.keep(_c.keys)
+
+
+def classify(rec: SpanRecord) -> Role | None:
+    for convention in CONVENTIONS:
+        role = convention.classify(rec)
+        if role is not None:
+            return role
+    return None
+
+
+def input_messages(rec: SpanRecord) -> list[Message] | None:
+    """The span's input messages in any convention; None when it recorded none."""
+    return _read(rec, "input") or standard.input_messages(rec)
+
+
+def output_messages(rec: SpanRecord) -> list[Message] | None:
+    return _read(rec, "output") or standard.output_messages(rec)
+
+
+def _read(rec: SpanRecord, direction: Direction) -> list[Message] | None:
+    for read in _READERS:
+        found = read(rec, direction)
+        if found is not None:
+            return found
+    return None
