@@ -3,8 +3,11 @@
 For each scenario (clean; forbidden tool; injected address sent by a privileged tool; the same address
 also given by the user) the real frameworks run on scripted fake chat models — LangGraph as a message
 list, LangGraph under the OpenInference and the Traceloop instrumentations, the OpenAI Agents SDK under
-the GenAI-conventions instrumentation — and captured real runs are read for CrewAI and n8n. Every
-source must yield exactly the scenario's expected (check, tool) pairs under examples/spec.py.
+the GenAI-conventions instrumentation — and captured real runs are read for CrewAI, n8n and the
+frameworks that cannot run here (tests/testdata/<framework>/, each with a README and its capture
+script: the JS ones by a pinned Node script). Every source must yield exactly the scenario's
+expected (check, tool) pairs under examples/spec.py, with content capture on; with it off, the same
+tools in the same order and the same verdicts but taint (which needs the values), and no step lost.
 """
 
 from __future__ import annotations
@@ -59,6 +62,23 @@ def n8n_capture(s: Scenario) -> Trajectory:
     return _one(n8n.read_file(path.read_bytes(), str(path)))
 
 
+def otlp_capture(framework: str) -> Callable[[Scenario], Trajectory]:
+    """Committed OTLP captures: ``tests/testdata/<framework>/<scenario>[.nocontent].<framework>.otlp``."""
+
+    def read(s: Scenario, content: bool = True) -> Trajectory:
+        path = TESTDATA / framework / f"{s.name}{'' if content else '.nocontent'}.{framework}.otlp"
+        return _one(read_otlp(path.read_bytes(), str(path)))
+
+    read.__name__ = f"{framework}_capture"
+    return read
+
+
+CAPTURED_OTLP = {
+    "vercel-ai-sdk": otlp_capture("vercel-ai"),
+    "langchainjs+openinference": otlp_capture("langchainjs"),
+}
+"""OTLP sources read from committed captures, with content on and off."""
+
 SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "langgraph-messages": langgraph_messages,
     "langgraph+openinference": langgraph_openinference,
@@ -66,6 +86,7 @@ SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "openai-agents+genai-semconv": openai_agents_genai,
     "crewai-events": crewai_capture,
     "n8n-execution": n8n_capture,
+    **CAPTURED_OTLP,
 }
 
 
@@ -77,3 +98,25 @@ def test_same_verdict_on_every_source(source, scenario):
     assert [s.tool for s in traj.steps] == [c.tool for turn in scenario.turns for c in turn]
     assert {(v.check, v.tool) for v in g.violations} == scenario.expected
     assert g.path_ok is (not scenario.expected)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("source", CAPTURED_OTLP)
+def test_content_off_keeps_every_step(source, scenario):
+    traj = CAPTURED_OTLP[source](scenario, content=False)
+    assert traj.content is False and traj.input == ""
+    assert [s.tool for s in traj.steps] == [c.tool for turn in scenario.turns for c in turn]
+    g = grade(traj, SPEC)
+    assert {(v.check, v.tool) for v in g.violations} == {p for p in scenario.expected if p[0] != "taint"}
+    assert any(s.startswith("taint") for s in g.skipped)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("source", CAPTURED_OTLP)
+def test_otlp_source_names_agent_input_and_calls(source, scenario):
+    traj = CAPTURED_OTLP[source](scenario)
+    script = [c for turn in scenario.turns for c in turn]
+    assert (traj.agent, traj.input, traj.output_ok, traj.content) == ("support_agent", scenario.user, True, True)
+    assert [(s.tool, s.args, s.result, s.agent) for s in traj.steps] == [
+        (c.tool, c.args, c.result, "support_agent") for c in script]
+    assert all(s.call_id for s in traj.steps)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from luckrate.adapters.otlp import genai, openinference, spans, traceloop
+from luckrate.adapters.otlp import genai, openinference, spans, traceloop, vercel_ai
 from luckrate.adapters.otlp import messages as standard
 from luckrate.adapters.otlp.messages import Message
 from luckrate.adapters.otlp.roles import Role
@@ -33,9 +33,10 @@ class Convention:
 
 
 CONVENTIONS: tuple[Convention, ...] = (
-    Convention("OpenInference", openinference.classify),
+    Convention("OpenInference", openinference.classify, openinference.messages, openinference.KEYS),
     Convention("GenAI", genai.classify),
     Convention("Traceloop", traceloop.classify),
+    Convention("Vercel AI SDK", vercel_ai.classify, vercel_ai.messages, vercel_ai.KEYS),
 )
 _READERS = tuple(c.messages for c in CONVENTIONS if c.messages is not None)
 for _c in CONVENTIONS:
