@@ -23,7 +23,7 @@ from luckrate.adapters.otlp import read_otlp
 from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
 from luckrate.core.step import Trajectory
-from tests.frameworks import langgraph_agent, openai_agents
+from tests.frameworks import langgraph_agent, openai_agents, pydantic_ai_agent
 from tests.scenarios import SCENARIOS, Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,6 +62,14 @@ def n8n_capture(s: Scenario) -> Trajectory:
     return _one(n8n.read_file(path.read_bytes(), str(path)))
 
 
+def pydantic_ai_live(version: int) -> Callable[..., Trajectory]:
+    def run(s: Scenario, content: bool = True) -> Trajectory:
+        return _one(read_otlp(pydantic_ai_agent.spans_for(s, version=version, capture=content), s.name))
+
+    run.__name__ = f"pydantic_ai_v{version}"
+    return run
+
+
 def otlp_capture(framework: str) -> Callable[[Scenario], Trajectory]:
     """Committed OTLP captures: ``tests/testdata/<framework>/<scenario>[.nocontent].<framework>.otlp``."""
 
@@ -73,11 +81,13 @@ def otlp_capture(framework: str) -> Callable[[Scenario], Trajectory]:
     return read
 
 
-CAPTURED_OTLP = {
+OTLP_SOURCES = {
+    **{f"pydantic-ai-v{v}": pydantic_ai_live(v) for v in pydantic_ai_agent.VERSIONS},
     "vercel-ai-sdk": otlp_capture("vercel-ai"),
     "langchainjs+openinference": otlp_capture("langchainjs"),
 }
-"""OTLP sources read from committed captures, with content on and off."""
+"""OTLP sources that record the agent, the user input and call ids, run live or read from committed
+captures, with content on and off."""
 
 SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "langgraph-messages": langgraph_messages,
@@ -86,7 +96,7 @@ SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "openai-agents+genai-semconv": openai_agents_genai,
     "crewai-events": crewai_capture,
     "n8n-execution": n8n_capture,
-    **CAPTURED_OTLP,
+    **OTLP_SOURCES,
 }
 
 
@@ -101,9 +111,9 @@ def test_same_verdict_on_every_source(source, scenario):
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
-@pytest.mark.parametrize("source", CAPTURED_OTLP)
+@pytest.mark.parametrize("source", OTLP_SOURCES)
 def test_content_off_keeps_every_step(source, scenario):
-    traj = CAPTURED_OTLP[source](scenario, content=False)
+    traj = OTLP_SOURCES[source](scenario, content=False)
     assert traj.content is False and traj.input == ""
     assert [s.tool for s in traj.steps] == [c.tool for turn in scenario.turns for c in turn]
     g = grade(traj, SPEC)
@@ -112,11 +122,33 @@ def test_content_off_keeps_every_step(source, scenario):
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
-@pytest.mark.parametrize("source", CAPTURED_OTLP)
+@pytest.mark.parametrize("source", OTLP_SOURCES)
 def test_otlp_source_names_agent_input_and_calls(source, scenario):
-    traj = CAPTURED_OTLP[source](scenario)
+    traj = OTLP_SOURCES[source](scenario)
     script = [c for turn in scenario.turns for c in turn]
     assert (traj.agent, traj.input, traj.output_ok, traj.content) == ("support_agent", scenario.user, True, True)
     assert [(s.tool, s.args, s.result, s.agent) for s in traj.steps] == [
         (c.tool, c.args, c.result, "support_agent") for c in script]
     assert all(s.call_id for s in traj.steps)
+
+
+HANDOFF = "transfer_to_support_agent"
+HANDOFFS: dict[str, Callable[[Scenario], Trajectory]] = {
+    "openai-agents+genai-semconv": lambda s: _one(read_otlp(openai_agents.spans_for(s, multi_agent=True), s.name)),
+    **{f"pydantic-ai-v{v}": (lambda s, v=v: _one(read_otlp(
+        pydantic_ai_agent.spans_for(s, version=v, multi_agent=True), s.name))) for v in pydantic_ai_agent.VERSIONS},
+}
+"""Multi-agent runs: a triage agent hands the ``forbidden`` scenario to the support agent (a handoff
+in the Agents SDK, agent delegation through a tool in pydantic-ai). Both record it as a call to
+``transfer_to_support_agent``, a tool outside the spec's vocabulary (hence ``unknown_tool``)."""
+
+
+@pytest.mark.parametrize("source", HANDOFFS)
+def test_multi_agent_handoff_same_verdict(source):
+    scenario = next(s for s in SCENARIOS if s.name == "forbidden")
+    traj = HANDOFFS[source](scenario)
+    assert traj.agent == "triage_agent"
+    assert [(s.tool, s.agent) for s in traj.steps] == [
+        (HANDOFF, "triage_agent"), ("lookup_order", "support_agent"), ("delete_account", "support_agent")]
+    g = grade(traj, SPEC)
+    assert {(v.check, v.tool) for v in g.violations} == scenario.expected | {("unknown_tool", HANDOFF)}

@@ -146,7 +146,12 @@ class _Assembly:
 
 
 def _has_text(messages: list[Message] | None) -> bool:
-    return bool(messages) and any(m.texts or m.calls or m.responses for m in messages)
+    # pydantic-ai with content off keeps the messages' structure: tool_call parts with a name and no
+    # arguments, tool_call_response parts with no result. Structure is not content.
+    return bool(messages) and any(
+        m.texts or any(c.args is not None for c in m.calls) or any(r is not None for _, r in m.responses)
+        for m in messages
+    )
 
 
 def _failure(rec: SpanRecord) -> str | None:
