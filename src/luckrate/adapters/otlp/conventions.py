@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from luckrate.adapters.otlp import genai, openinference, pydantic_ai, spans, traceloop, vercel_ai
+from luckrate.adapters.otlp import genai, openinference, pydantic_ai, spans, traceloop, unmarked, vercel_ai
 from luckrate.adapters.otlp import messages as standard
 from luckrate.adapters.otlp.messages import Message
 from luckrate.adapters.otlp.roles import Role
@@ -45,11 +45,13 @@ for _c in CONVENTIONS:
 
 
 def classify(rec: SpanRecord) -> Role | None:
+    """What the first convention that recognises the span says it is; else, for a span that only
+    looks like a tool call, a tool call read as far as it can be (unmarked.py); else None."""
     for convention in CONVENTIONS:
         role = convention.classify(rec)
         if role is not None:
             return role
-    return None
+    return unmarked.classify(rec)
 
 
 def input_messages(rec: SpanRecord) -> list[Message] | None:
