@@ -70,14 +70,20 @@ def pydantic_ai_live(version: int) -> Callable[..., Trajectory]:
     return run
 
 
-def otlp_capture(framework: str) -> Callable[[Scenario], Trajectory]:
-    """Committed OTLP captures: ``tests/testdata/<framework>/<scenario>[.nocontent].<framework>.otlp``."""
+def otlp_file(framework: str, name: str, mode: str | None = None, content: bool = True) -> Path:
+    """``tests/testdata/<framework>/<name>[.<mode>][.nocontent].<framework>.otlp``"""
+    parts = [name, mode, None if content else "nocontent", framework, "otlp"]
+    return TESTDATA / framework / ".".join(p for p in parts if p)
+
+
+def otlp_capture(framework: str, mode: str | None = None) -> Callable[..., Trajectory]:
+    """Committed OTLP captures of a framework (in one of its telemetry modes), content on or off."""
 
     def read(s: Scenario, content: bool = True) -> Trajectory:
-        path = TESTDATA / framework / f"{s.name}{'' if content else '.nocontent'}.{framework}.otlp"
+        path = otlp_file(framework, s.name, mode, content)
         return _one(read_otlp(path.read_bytes(), str(path)))
 
-    read.__name__ = f"{framework}_capture"
+    read.__name__ = f"{framework}_{mode}_capture"
     return read
 
 
@@ -85,6 +91,7 @@ OTLP_SOURCES = {
     **{f"pydantic-ai-v{v}": pydantic_ai_live(v) for v in pydantic_ai_agent.VERSIONS},
     "vercel-ai-sdk": otlp_capture("vercel-ai"),
     "langchainjs+openinference": otlp_capture("langchainjs"),
+    **{f"google-adk-{m}": otlp_capture("google-adk", m) for m in ("v1", "v2", "v2-experimental")},
 }
 """OTLP sources that record the agent, the user input and call ids, run live or read from committed
 captures, with content on and off."""
@@ -132,15 +139,26 @@ def test_otlp_source_names_agent_input_and_calls(source, scenario):
     assert all(s.call_id for s in traj.steps)
 
 
-HANDOFF = "transfer_to_support_agent"
+def handoff_capture(framework: str, mode: str | None = None) -> Callable[[Scenario], Trajectory]:
+    def read(s: Scenario) -> Trajectory:
+        path = otlp_file(framework, "handoff", mode)
+        return _one(read_otlp(path.read_bytes(), str(path)))
+
+    return read
+
+
+HANDOFF_TOOLS = {"transfer_to_support_agent", "transfer_to_agent"}
 HANDOFFS: dict[str, Callable[[Scenario], Trajectory]] = {
     "openai-agents+genai-semconv": lambda s: _one(read_otlp(openai_agents.spans_for(s, multi_agent=True), s.name)),
     **{f"pydantic-ai-v{v}": (lambda s, v=v: _one(read_otlp(
         pydantic_ai_agent.spans_for(s, version=v, multi_agent=True), s.name))) for v in pydantic_ai_agent.VERSIONS},
+    **{f"google-adk-{m}": handoff_capture("google-adk", m) for m in ("v1", "v2", "v2-experimental")},
 }
 """Multi-agent runs: a triage agent hands the ``forbidden`` scenario to the support agent (a handoff
-in the Agents SDK, agent delegation through a tool in pydantic-ai). Both record it as a call to
-``transfer_to_support_agent``, a tool outside the spec's vocabulary (hence ``unknown_tool``)."""
+in the Agents SDK, agent delegation through a tool in pydantic-ai, ``sub_agents`` in Google ADK). Each
+records it as a tool call (``transfer_to_support_agent``; ADK's ``transfer_to_agent(agent_name=...)``),
+a tool outside the spec's vocabulary: warnings about it (``unknown_tool``, and ``ungrounded`` for ADK's
+agent name argument) are the only difference from the single-agent verdict."""
 
 
 @pytest.mark.parametrize("source", HANDOFFS)
@@ -148,7 +166,12 @@ def test_multi_agent_handoff_same_verdict(source):
     scenario = next(s for s in SCENARIOS if s.name == "forbidden")
     traj = HANDOFFS[source](scenario)
     assert traj.agent == "triage_agent"
+    handoff = traj.steps[0].tool
+    assert handoff in HANDOFF_TOOLS
     assert [(s.tool, s.agent) for s in traj.steps] == [
-        (HANDOFF, "triage_agent"), ("lookup_order", "support_agent"), ("delete_account", "support_agent")]
+        (handoff, "triage_agent"), ("lookup_order", "support_agent"), ("delete_account", "support_agent")]
     g = grade(traj, SPEC)
-    assert {(v.check, v.tool) for v in g.violations} == scenario.expected | {("unknown_tool", HANDOFF)}
+    found = {(v.check, v.tool) for v in g.violations}
+    assert {p for p in found if p[1] != handoff} == scenario.expected
+    assert ("unknown_tool", handoff) in found
+    assert all(v.severity.value == "warn" for v in g.violations if v.tool == handoff)
