@@ -97,7 +97,7 @@ class _Assembly:
     def _call(self, rec: SpanRecord, role: ToolRole) -> Call:
         args, parsed = parse_args(role.args)
         result, reported_error = result_text(role.result)
-        error = _failure(rec)
+        error = _failure(rec) or role.error
         if error is None and reported_error:
             error = result or "error"
         return Call(

@@ -23,6 +23,8 @@ class ToolRole:
     call_id: str | None = None
     mcp: bool = False
     """An MCP client ``tools/call`` span (merged into an enclosing framework tool span)."""
+    error: str | None = None
+    """A failure the span reports in its content rather than its status (e.g. LlamaIndex ``is_error``)."""
 
 
 @dataclass(frozen=True)
