@@ -93,6 +93,7 @@ OTLP_SOURCES = {
     "langchainjs+openinference": otlp_capture("langchainjs"),
     **{f"google-adk-{m}": otlp_capture("google-adk", m) for m in ("v1", "v2", "v2-experimental")},
     "llama-index+openinference": otlp_capture("llama-index"),
+    "smolagents+openinference": otlp_capture("smolagents"),
 }
 """OTLP sources that record the agent, the user input and call ids, run live or read from committed
 captures, with content on and off."""
@@ -151,18 +152,20 @@ def handoff_capture(framework: str, mode: str | None = None) -> Callable[[Scenar
     return read
 
 
-HANDOFF_TOOLS = {"transfer_to_support_agent", "transfer_to_agent", "handoff"}
+HANDOFF_TOOLS = {"transfer_to_support_agent", "transfer_to_agent", "handoff", "support_agent"}
 HANDOFFS: dict[str, Callable[[Scenario], Trajectory]] = {
     "openai-agents+genai-semconv": lambda s: _one(read_otlp(openai_agents.spans_for(s, multi_agent=True), s.name)),
     **{f"pydantic-ai-v{v}": (lambda s, v=v: _one(read_otlp(
         pydantic_ai_agent.spans_for(s, version=v, multi_agent=True), s.name))) for v in pydantic_ai_agent.VERSIONS},
     **{f"google-adk-{m}": handoff_capture("google-adk", m) for m in ("v1", "v2", "v2-experimental")},
     "llama-index+openinference": handoff_capture("llama-index"),
+    "smolagents+openinference": handoff_capture("smolagents"),
 }
 """Multi-agent runs: a triage agent hands the ``forbidden`` scenario to the support agent (a handoff
 in the Agents SDK, agent delegation through a tool in pydantic-ai, ``sub_agents`` in Google ADK,
-``AgentWorkflow`` with ``can_handoff_to`` in LlamaIndex). Each records it as a tool call
-(``transfer_to_support_agent``; ADK's ``transfer_to_agent(agent_name=...)``, LlamaIndex's ``handoff``),
+``AgentWorkflow`` with ``can_handoff_to`` in LlamaIndex, a managed agent in smolagents). Each records
+it as a tool call (``transfer_to_support_agent``; ADK's ``transfer_to_agent(agent_name=...)``,
+LlamaIndex's ``handoff``, smolagents' call of the managed agent by its name),
 a tool outside the spec's vocabulary: warnings about it (``unknown_tool``, and ``ungrounded`` for ADK's
 agent name argument) are the only difference from the single-agent verdict."""
 

@@ -50,7 +50,9 @@ class _Assembly:
     def trajectory(self, run_id: str) -> Trajectory:
         calls, captured = self._tool_calls()
         models = [(r, output_messages(r) or [], self.agent_of(r)) for r in self._spans(ModelRole)]
+        answers = {r.span_id for r in self._spans(ToolRole) if self.roles[r.span_id].answer}
         joined = sorted(join(calls, requests_from(models), self._responses()), key=lambda c: c.key)
+        joined = [c for c in joined if c.key[2] not in answers]  # the answer call, and the request it answered
         return Trajectory(
             id=run_id,
             steps=tuple(self._step(i, c) for i, c in enumerate(joined)),

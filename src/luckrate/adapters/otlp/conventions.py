@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from luckrate.adapters.otlp import (
-    genai, google_adk, llamaindex, openinference, pydantic_ai, spans, traceloop, unmarked, vercel_ai,
+    genai, google_adk, llamaindex, openinference, pydantic_ai, smolagents, spans, traceloop, unmarked, vercel_ai,
 )
 from luckrate.adapters.otlp import messages as standard
 from luckrate.adapters.otlp.messages import Message
@@ -36,6 +36,7 @@ class Convention:
 
 CONVENTIONS: tuple[Convention, ...] = (
     Convention("LlamaIndex", llamaindex.classify),  # before OpenInference: its tool spans' shapes
+    Convention("smolagents", smolagents.classify, smolagents.messages, smolagents.KEYS),  # likewise
     Convention("OpenInference", openinference.classify, openinference.messages, openinference.KEYS),
     Convention("pydantic-ai", pydantic_ai.classify, keys=pydantic_ai.KEYS),  # before GenAI: its version 2
     Convention("Google ADK", google_adk.classify, google_adk.messages, google_adk.KEYS),  # before GenAI: v1 keys

@@ -25,6 +25,8 @@ class ToolRole:
     """An MCP client ``tools/call`` span (merged into an enclosing framework tool span)."""
     error: str | None = None
     """A failure the span reports in its content rather than its status (e.g. LlamaIndex ``is_error``)."""
+    answer: bool = False
+    """The framework's answer channel (smolagents' ``final_answer``): the run's output, not a step."""
 
 
 @dataclass(frozen=True)
