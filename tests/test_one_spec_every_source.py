@@ -132,6 +132,23 @@ def test_content_off_keeps_every_step(source, scenario):
     assert any(s.startswith("taint") for s in g.skipped)
 
 
+STRUCTURE_ONLY = {"autogen-core": otlp_capture("autogen")}
+"""Sources whose spans never hold arguments, results or the user's words, whatever is configured:
+autogen-core's tracing records tool names and call ids only (docs/instrumentations.md)."""
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("source", STRUCTURE_ONLY)
+def test_structure_only_sources_skip_taint_rather_than_pass_it(source, scenario):
+    traj = STRUCTURE_ONLY[source](scenario)
+    assert traj.content is False and traj.agent == "support_agent"
+    assert [(s.tool, s.call_id) for s in traj.steps] == [
+        (c.tool, f"call_{i}_{n}") for i, turn in enumerate(scenario.turns) for n, c in enumerate(turn)]
+    g = grade(traj, SPEC)
+    assert {(v.check, v.tool) for v in g.violations} == {p for p in scenario.expected if p[0] != "taint"}
+    assert any(s.startswith("taint") for s in g.skipped)
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 @pytest.mark.parametrize("source", OTLP_SOURCES)
 def test_otlp_source_names_agent_input_and_calls(source, scenario):
@@ -160,6 +177,7 @@ HANDOFFS: dict[str, Callable[[Scenario], Trajectory]] = {
     **{f"google-adk-{m}": handoff_capture("google-adk", m) for m in ("v1", "v2", "v2-experimental")},
     "llama-index+openinference": handoff_capture("llama-index"),
     "smolagents+openinference": handoff_capture("smolagents"),
+    "autogen-core": handoff_capture("autogen"),
 }
 """Multi-agent runs: a triage agent hands the ``forbidden`` scenario to the support agent (a handoff
 in the Agents SDK, agent delegation through a tool in pydantic-ai, ``sub_agents`` in Google ADK,
