@@ -94,6 +94,7 @@ OTLP_SOURCES = {
     **{f"google-adk-{m}": otlp_capture("google-adk", m) for m in ("v1", "v2", "v2-experimental")},
     "llama-index+openinference": otlp_capture("llama-index"),
     "smolagents+openinference": otlp_capture("smolagents"),
+    **{f"strands-{m}": otlp_capture("strands", m) for m in ("default", "latest")},
 }
 """OTLP sources that record the agent, the user input and call ids, run live or read from committed
 captures, with content on and off."""
@@ -178,12 +179,14 @@ HANDOFFS: dict[str, Callable[[Scenario], Trajectory]] = {
     "llama-index+openinference": handoff_capture("llama-index"),
     "smolagents+openinference": handoff_capture("smolagents"),
     "autogen-core": handoff_capture("autogen"),
+    **{f"strands-{m}": handoff_capture("strands", m) for m in ("default", "latest")},
 }
 """Multi-agent runs: a triage agent hands the ``forbidden`` scenario to the support agent (a handoff
 in the Agents SDK, agent delegation through a tool in pydantic-ai, ``sub_agents`` in Google ADK,
 ``AgentWorkflow`` with ``can_handoff_to`` in LlamaIndex, a managed agent in smolagents). Each records
 it as a tool call (``transfer_to_support_agent``; ADK's ``transfer_to_agent(agent_name=...)``,
-LlamaIndex's ``handoff``, smolagents' call of the managed agent by its name),
+LlamaIndex's ``handoff``, smolagents' call of the managed agent by its name; Strands' agents-as-tools
+pattern with a ``transfer_to_support_agent`` tool),
 a tool outside the spec's vocabulary: warnings about it (``unknown_tool``, and ``ungrounded`` for ADK's
 agent name argument) are the only difference from the single-agent verdict."""
 

@@ -149,9 +149,11 @@ class _Assembly:
 
 def _has_text(messages: list[Message] | None) -> bool:
     # pydantic-ai with content off keeps the messages' structure: tool_call parts with a name and no
-    # arguments, tool_call_response parts with no result. Structure is not content.
+    # arguments, tool_call_response parts with no result. Structure is not content, and neither is a
+    # system prompt (Strands leaves it unredacted when it redacts the rest).
     return bool(messages) and any(
-        m.texts or any(c.args is not None for c in m.calls) or any(r is not None for _, r in m.responses)
+        (m.texts and m.role != "system") or any(c.args is not None for c in m.calls)
+        or any(r is not None for _, r in m.responses)
         for m in messages
     )
 

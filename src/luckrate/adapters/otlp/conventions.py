@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from luckrate.adapters.otlp import (
-    genai, google_adk, llamaindex, openinference, pydantic_ai, smolagents, spans, traceloop, unmarked, vercel_ai,
+    genai, google_adk, llamaindex, openinference, pydantic_ai, smolagents, spans, strands, traceloop, unmarked,
+    vercel_ai,
 )
 from luckrate.adapters.otlp import messages as standard
 from luckrate.adapters.otlp.messages import Message
@@ -40,6 +41,7 @@ CONVENTIONS: tuple[Convention, ...] = (
     Convention("OpenInference", openinference.classify, openinference.messages, openinference.KEYS),
     Convention("pydantic-ai", pydantic_ai.classify, keys=pydantic_ai.KEYS),  # before GenAI: its version 2
     Convention("Google ADK", google_adk.classify, google_adk.messages, google_adk.KEYS),  # before GenAI: v1 keys
+    Convention("Strands Agents", strands.classify, strands.messages, strands.KEYS),  # before GenAI: events
     Convention("GenAI", genai.classify),
     Convention("Traceloop", traceloop.classify),
     Convention("Vercel AI SDK", vercel_ai.classify, vercel_ai.messages, vercel_ai.KEYS),
@@ -61,11 +63,13 @@ def classify(rec: SpanRecord) -> Role | None:
 
 def input_messages(rec: SpanRecord) -> list[Message] | None:
     """The span's input messages in any convention; None when it recorded none."""
-    return _read(rec, "input") or standard.input_messages(rec)
+    found = _read(rec, "input")
+    return found if found is not None else standard.input_messages(rec)
 
 
 def output_messages(rec: SpanRecord) -> list[Message] | None:
-    return _read(rec, "output") or standard.output_messages(rec)
+    found = _read(rec, "output")
+    return found if found is not None else standard.output_messages(rec)
 
 
 def _read(rec: SpanRecord, direction: Direction) -> list[Message] | None:
