@@ -88,6 +88,7 @@ def otlp_capture(framework: str, mode: str | None = None) -> Callable[..., Traje
 
 
 OTLP_SOURCES = {
+    "pydantic-ai-v1": otlp_capture("pydantic-ai", "v1"),  # pydantic-ai 1.x only: captured
     **{f"pydantic-ai-v{v}": pydantic_ai_live(v) for v in pydantic_ai_agent.VERSIONS},
     "vercel-ai-sdk": otlp_capture("vercel-ai"),
     "langchainjs+openinference": otlp_capture("langchainjs"),
@@ -175,6 +176,7 @@ HANDOFFS: dict[str, Callable[[Scenario], Trajectory]] = {
     "openai-agents+genai-semconv": lambda s: _one(read_otlp(openai_agents.spans_for(s, multi_agent=True), s.name)),
     **{f"pydantic-ai-v{v}": (lambda s, v=v: _one(read_otlp(
         pydantic_ai_agent.spans_for(s, version=v, multi_agent=True), s.name))) for v in pydantic_ai_agent.VERSIONS},
+    "pydantic-ai-v1": handoff_capture("pydantic-ai", "v1"),
     **{f"google-adk-{m}": handoff_capture("google-adk", m) for m in ("v1", "v2", "v2-experimental")},
     "llama-index+openinference": handoff_capture("llama-index"),
     "smolagents+openinference": handoff_capture("smolagents"),

@@ -11,13 +11,15 @@ pydantic-ai's own test double ``FunctionModel``, scripted to return the scenario
     spans_for(scenario, multi_agent=True)        # triage_agent delegates to support_agent through a tool
 
 ``VERSIONS`` are the ``InstrumentationSettings(version=...)`` values the installed pydantic-ai accepts
-(2-6 in 2.x; version 1, the event-based format, was removed in 2.0: see tests/testdata/pydantic-ai/).
+(2-6 in 2.x; version 1, the event-based format, was removed in 2.0: it is captured under 1.x by
+tests/testdata/pydantic-ai/capture.py, which runs this module there).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import typing
 import warnings
 from typing import Any
 
@@ -26,7 +28,6 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic_ai import Agent, RunContext
-from pydantic_ai.capabilities import Instrumentation
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
@@ -37,8 +38,19 @@ OUTPUT_OK_KEY = "luckrate.output_ok"
 AGENT = "support_agent"
 TRIAGE = "triage_agent"
 HANDOFF = "transfer_to_support_agent"
-VERSIONS = (2, 3, 4, 5, 6)
+VERSIONS: tuple[int, ...] = typing.get_args(typing.get_type_hints(InstrumentationSettings)["version"])
+"""Every ``version=`` the installed pydantic-ai accepts (2-6 in 2.x, 1-5 in 1.x)."""
 _LOCK = threading.Lock()
+
+
+def _instrumented(settings: InstrumentationSettings) -> dict[str, Any]:
+    """How an agent takes its instrumentation: a capability in 2.x, the ``instrument`` argument in 1.x
+    (tests/testdata/pydantic-ai/capture.py runs this module under 1.x for version 1)."""
+    try:
+        from pydantic_ai.capabilities import Instrumentation
+    except ImportError:
+        return {"instrument": settings}
+    return {"capabilities": [Instrumentation(settings)]}
 
 
 def _script(turns: tuple[tuple[Call, ...], ...], answer: str):
@@ -74,7 +86,7 @@ class _Tools:
 def _support(scenario: Scenario, settings: InstrumentationSettings) -> Agent:
     script = _Tools(scenario)
     agent = Agent(FunctionModel(_script(scenario.turns, scenario.answer), model_name="scripted-chat"),
-                  name=AGENT, instructions="You help customers with orders.", capabilities=[Instrumentation(settings)])
+                  name=AGENT, instructions="You help customers with orders.", **_instrumented(settings))
 
     @agent.tool_plain
     def lookup_order(order_id: str) -> str:
@@ -114,7 +126,7 @@ def _triage(scenario: Scenario, settings: InstrumentationSettings) -> Agent:
     support = _support(scenario, settings)
     triage = Agent(FunctionModel(_script(((Call(HANDOFF, {"request": scenario.user}),),), scenario.answer),
                                  model_name="scripted-chat"),
-                   name=TRIAGE, instructions="Route the customer to the right agent.", capabilities=[Instrumentation(settings)])
+                   name=TRIAGE, instructions="Route the customer to the right agent.", **_instrumented(settings))
 
     @triage.tool
     async def transfer_to_support_agent(ctx: RunContext[None], request: str) -> str:

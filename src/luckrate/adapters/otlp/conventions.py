@@ -39,7 +39,7 @@ CONVENTIONS: tuple[Convention, ...] = (
     Convention("LlamaIndex", llamaindex.classify),  # before OpenInference: its tool spans' shapes
     Convention("smolagents", smolagents.classify, smolagents.messages, smolagents.KEYS),  # likewise
     Convention("OpenInference", openinference.classify, openinference.messages, openinference.KEYS),
-    Convention("pydantic-ai", pydantic_ai.classify, keys=pydantic_ai.KEYS),  # before GenAI: its version 2
+    Convention("pydantic-ai", pydantic_ai.classify, pydantic_ai.messages, pydantic_ai.KEYS),  # before GenAI: v1, v2
     Convention("Google ADK", google_adk.classify, google_adk.messages, google_adk.KEYS),  # before GenAI: v1 keys
     Convention("Strands Agents", strands.classify, strands.messages, strands.KEYS),  # before GenAI: events
     Convention("GenAI", genai.classify),
