@@ -34,3 +34,17 @@ def test_adapters_do_not_import_the_service_or_frameworks(path):
         assert not module.startswith("luckrate.service"), f"{path.name} imports {module}"
         assert module.split(".")[0] not in {"langchain_core", "langgraph", "crewai", "agents"}, f"{path.name} imports {module}"
 
+
+
+def test_convention_modules_form_no_cycle():
+    # roles.py once imported the convention modules (lazily) that import it; the registry in
+    # conventions.py is now the one place that knows them all.
+    from luckrate.adapters.otlp.conventions import CONVENTIONS
+
+    otlp = SRC / "adapters" / "otlp"
+    roles = set(imported_modules(otlp / "roles.py"))
+    assert not {m for m in roles if m.startswith("luckrate.adapters.otlp.") and m.rsplit(".", 1)[1] in
+                {"conventions", "genai", "openinference", "traceloop"}}
+    for convention in CONVENTIONS:
+        module = convention.classify.__module__
+        assert "luckrate.adapters.otlp.conventions" not in set(imported_modules(otlp / f"{module.rsplit('.', 1)[1]}.py"))

@@ -3,8 +3,11 @@
 For each scenario (clean; forbidden tool; injected address sent by a privileged tool; the same address
 also given by the user) the real frameworks run on scripted fake chat models — LangGraph as a message
 list, LangGraph under the OpenInference and the Traceloop instrumentations, the OpenAI Agents SDK under
-the GenAI-conventions instrumentation — and captured real runs are read for CrewAI and n8n. Every
-source must yield exactly the scenario's expected (check, tool) pairs under examples/spec.py.
+the GenAI-conventions instrumentation — and captured real runs are read for CrewAI, n8n and the
+frameworks that cannot run here (tests/testdata/<framework>/, each with a README and its capture
+script: the JS ones by a pinned Node script). Every source must yield exactly the scenario's
+expected (check, tool) pairs under examples/spec.py, with content capture on; with it off, the same
+tools in the same order and the same verdicts but taint (which needs the values), and no step lost.
 
 The policy scenarios (a confirmation given in a second user turn, a cancel without one, a refund of
 another order than the one looked up) run live on every source that runs here; CrewAI and n8n run
@@ -25,7 +28,7 @@ from luckrate.adapters.otlp import read_otlp
 from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
 from luckrate.core.step import Trajectory
-from tests.frameworks import langgraph_agent, openai_agents
+from tests.frameworks import langgraph_agent, openai_agents, pydantic_ai_agent
 from tests.scenarios import POLICY_SCENARIOS, SCENARIOS, Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,6 +74,48 @@ def n8n_capture(s: Scenario) -> Trajectory:
     return _one(n8n.read_file(path.read_bytes(), str(path)))
 
 
+def pydantic_ai_live(version: int) -> Callable[..., Trajectory]:
+    def run(s: Scenario, content: bool = True) -> Trajectory:
+        return _one(read_otlp(pydantic_ai_agent.spans_for(s, version=version, capture=content), s.name))
+
+    run.__name__ = f"pydantic_ai_v{version}"
+    return run
+
+
+def otlp_file(framework: str, name: str, mode: str | None = None, content: bool = True) -> Path:
+    """``tests/testdata/<framework>/<name>[.<mode>][.nocontent].<framework>.otlp``"""
+    parts = [name, mode, None if content else "nocontent", framework, "otlp"]
+    return TESTDATA / framework / ".".join(p for p in parts if p)
+
+
+def otlp_capture(framework: str, mode: str | None = None) -> Callable[..., Trajectory]:
+    """Committed OTLP captures of a framework (in one of its telemetry modes), content on or off."""
+
+    def read(s: Scenario, content: bool = True) -> Trajectory:
+        path = otlp_file(framework, s.name, mode, content)
+        if not path.exists() and s in POLICY_SCENARIOS:
+            pytest.skip(f"no {framework} capture of {s.name!r} yet (captured by its script, outside CI)")
+        return _one(read_otlp(path.read_bytes(), str(path)))
+
+    read.__name__ = f"{framework}_{mode}_capture"
+    return read
+
+
+OTLP_SOURCES = {
+    "pydantic-ai-v1": otlp_capture("pydantic-ai", "v1"),  # pydantic-ai 1.x only: captured
+    **{f"pydantic-ai-v{v}": pydantic_ai_live(v) for v in pydantic_ai_agent.VERSIONS},
+    "vercel-ai-sdk": otlp_capture("vercel-ai"),
+    "langchainjs+openinference": otlp_capture("langchainjs"),
+    **{f"google-adk-{m}": otlp_capture("google-adk", m) for m in ("v1", "v2", "v2-experimental")},
+    "llama-index+openinference": otlp_capture("llama-index"),
+    "smolagents+openinference": otlp_capture("smolagents"),
+    **{f"strands-{m}": otlp_capture("strands", m) for m in ("default", "latest")},
+}
+"""OTLP sources that record the agent, the user input and call ids, run live or read from committed
+captures, with content on and off."""
+UNNAMED_AGENTS = {"llama-index+openinference"}
+"""Sources whose spans tie no span to the agent running it (see docs/instrumentations.md)."""
+
 SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "langgraph-messages": langgraph_messages,
     "langgraph+openinference": langgraph_openinference,
@@ -78,6 +123,7 @@ SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "openai-agents+genai-semconv": openai_agents_genai,
     "crewai-events": crewai_capture,
     "n8n-execution": n8n_capture,
+    **OTLP_SOURCES,
 }
 
 
@@ -101,3 +147,90 @@ def test_the_confirmation_is_placed_after_the_question(source):
     cancel = next(s.index for s in traj.steps if s.tool == "cancel_order")
     assert ("agent", scenario.turns[1].text, cancel) in placed
     assert placed.index(("user", scenario.turns[1].reply, cancel)) == placed.index(("agent", scenario.turns[1].text, cancel)) + 1
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("source", OTLP_SOURCES)
+def test_content_off_keeps_every_step(source, scenario):
+    traj = OTLP_SOURCES[source](scenario, content=False)
+    assert traj.content is False and traj.input == ""
+    assert [s.tool for s in traj.steps] == [c.tool for turn in scenario.turns for c in turn]
+    g = grade(traj, SPEC)
+    assert {(v.check, v.tool) for v in g.violations} == {p for p in scenario.expected if p[0] != "taint"}
+    assert any(s.startswith("taint") for s in g.skipped)
+
+
+STRUCTURE_ONLY = {"autogen-core": otlp_capture("autogen")}
+"""Sources whose spans never hold arguments, results or the user's words, whatever is configured:
+autogen-core's tracing records tool names and call ids only (docs/instrumentations.md)."""
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("source", STRUCTURE_ONLY)
+def test_structure_only_sources_skip_taint_rather_than_pass_it(source, scenario):
+    traj = STRUCTURE_ONLY[source](scenario)
+    assert traj.content is False and traj.agent == "support_agent"
+    assert [(s.tool, s.call_id) for s in traj.steps] == [
+        (c.tool, f"call_{i}_{n}") for i, turn in enumerate(scenario.turns) for n, c in enumerate(turn)]
+    g = grade(traj, SPEC)
+    assert {(v.check, v.tool) for v in g.violations} == {p for p in scenario.expected if p[0] != "taint"}
+    assert any(s.startswith("taint") for s in g.skipped)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("source", OTLP_SOURCES)
+def test_otlp_source_names_agent_input_and_calls(source, scenario):
+    traj = OTLP_SOURCES[source](scenario)
+    script = [c for turn in scenario.turns for c in turn]
+    agent = None if source in UNNAMED_AGENTS else "support_agent"
+    assert (traj.agent, traj.input, traj.output_ok, traj.content) == (agent, scenario.user, True, True)
+    assert [(s.tool, s.args, s.result, s.agent) for s in traj.steps] == [
+        (c.tool, c.args, c.result, agent) for c in script]
+    assert all(s.call_id for s in traj.steps)
+
+
+def handoff_capture(framework: str, mode: str | None = None) -> Callable[[Scenario], Trajectory]:
+    def read(s: Scenario) -> Trajectory:
+        path = otlp_file(framework, "handoff", mode)
+        return _one(read_otlp(path.read_bytes(), str(path)))
+
+    return read
+
+
+HANDOFF_TOOLS = {"transfer_to_support_agent", "transfer_to_agent", "handoff", "support_agent"}
+HANDOFFS: dict[str, Callable[[Scenario], Trajectory]] = {
+    "openai-agents+genai-semconv": lambda s: _one(read_otlp(openai_agents.spans_for(s, multi_agent=True), s.name)),
+    **{f"pydantic-ai-v{v}": (lambda s, v=v: _one(read_otlp(
+        pydantic_ai_agent.spans_for(s, version=v, multi_agent=True), s.name))) for v in pydantic_ai_agent.VERSIONS},
+    "pydantic-ai-v1": handoff_capture("pydantic-ai", "v1"),
+    **{f"google-adk-{m}": handoff_capture("google-adk", m) for m in ("v1", "v2", "v2-experimental")},
+    "llama-index+openinference": handoff_capture("llama-index"),
+    "smolagents+openinference": handoff_capture("smolagents"),
+    "autogen-core": handoff_capture("autogen"),
+    **{f"strands-{m}": handoff_capture("strands", m) for m in ("default", "latest")},
+}
+"""Multi-agent runs: a triage agent hands the ``forbidden`` scenario to the support agent (a handoff
+in the Agents SDK, agent delegation through a tool in pydantic-ai, ``sub_agents`` in Google ADK,
+``AgentWorkflow`` with ``can_handoff_to`` in LlamaIndex, a managed agent in smolagents). Each records
+it as a tool call (``transfer_to_support_agent``; ADK's ``transfer_to_agent(agent_name=...)``,
+LlamaIndex's ``handoff``, smolagents' call of the managed agent by its name; Strands' agents-as-tools
+pattern with a ``transfer_to_support_agent`` tool),
+a tool outside the spec's vocabulary: warnings about it (``unknown_tool``, and ``ungrounded`` for ADK's
+agent name argument) are the only difference from the single-agent verdict."""
+
+
+@pytest.mark.parametrize("source", HANDOFFS)
+def test_multi_agent_handoff_same_verdict(source):
+    scenario = next(s for s in SCENARIOS if s.name == "forbidden")
+    traj = HANDOFFS[source](scenario)
+    triage, support = (None, None) if source in UNNAMED_AGENTS else ("triage_agent", "support_agent")
+    assert traj.agent == triage
+    handoff = traj.steps[0].tool
+    assert handoff in HANDOFF_TOOLS
+    assert [(s.tool, s.agent) for s in traj.steps] == [
+        (handoff, triage), ("lookup_order", support), ("delete_account", support)]
+    g = grade(traj, SPEC)
+    found = {(v.check, v.tool) for v in g.violations}
+    assert {p for p in found if p[1] != handoff} == scenario.expected
+    assert ("unknown_tool", handoff) in found
+    assert all(v.severity.value == "warn" for v in g.violations if v.tool == handoff)

@@ -371,10 +371,12 @@ BAD = [
      f"trace {TRACE.hex()}: span 0000000000000002 belongs to another trace ({OTHER.hex()})"),
     ("tool without a name", [agent(1, None, "a"), span(2, 1, "execute_tool", 5, gen_ai__operation__name="execute_tool")],
      f"trace {TRACE.hex()}: span 0000000000000002: tool span names no tool"),
+    ("unmarked tool-named span without a tool", [agent(1, None, "a"), span(2, 1, "ai.toolCall", 5)],
+     f"trace {TRACE.hex()}: span 0000000000000002: tool span names no tool"),
     ("parent cycle", [span(1, 2, "x", 0, gen_ai__operation__name="invoke_agent"), span(2, 1, "y", 1)],
      f"trace {TRACE.hex()}: span 0000000000000001: parent links form a cycle"),
     ("no known convention", [span(1, None, "GET /", 0), span(2, 1, "SELECT", 1)],
-     f"trace {TRACE.hex()}: no GenAI, OpenInference or Traceloop agent, model or tool span among 2 spans"),
+     f"trace {TRACE.hex()}: no GenAI, Google ADK, LlamaIndex, OpenInference, pydantic-ai, smolagents, Strands Agents, Traceloop or Vercel AI SDK agent, model or tool span among 2 spans"),
 ]
 
 
@@ -383,6 +385,22 @@ def test_spans_that_make_no_trajectory(label, spans, message):
     with pytest.raises(InvalidInput) as e:
         trajectory_from_spans([_dots(s) for s in spans])
     assert str(e.value) == message
+
+
+UNMARKED = [
+    # No convention's marker, but a tool key or a tool-call span name: a step with what could be read.
+    ("gen_ai.tool.name only", {"gen_ai__tool__name": "send_email", "gen_ai__tool__call__arguments": '{"to": "x"}'},
+     "tool", ("send_email", {"to": "x"}, None)),
+    ("OpenInference keys, kind dropped", {"tool__name": "lookup_order", "input__value": '{"order_id": "A"}',
+                                          "output__value": "found"}, "lookup_order", ("lookup_order", {"order_id": "A"}, "found")),
+    ("span name only", {}, "execute_tool delete_account", ("delete_account", {}, None)),
+]
+
+
+@pytest.mark.parametrize("label, attrs, name, expected", UNMARKED, ids=[c[0] for c in UNMARKED])
+def test_unmarked_tool_spans_are_steps_not_dropped(label, attrs, name, expected):
+    steps = trajectory_from_spans([agent(1, None, "a"), _dots(span(2, 1, name, 5, **attrs))]).steps
+    assert [(s.tool, s.args, s.result, s.agent) for s in steps] == [(*expected, "a")]
 
 
 def test_duplicate_spans_from_retries_count_once():

@@ -163,7 +163,7 @@ def test_empty_request_is_fine():
 
 def test_only_attributes_the_adapter_reads_are_kept():
     attrs = [{"key": k, "value": {"stringValue": "v"}} for k in (
-        "gen_ai.tool.name", "gen_ai.usage.input_tokens", "gen_ai.provider.name", "server.address",
+        "gen_ai.tool.name", "gen_ai.usage.input_tokens", "gen_ai.request.model", "server.address",
         "llm.input_messages.0.message.role", "session.id")]
     (r,), _ = records_from_request(request_from_json(otlp_json(span(attributes=attrs))))
     assert [k for k, _ in r.attributes] == ["gen_ai.tool.name", "llm.input_messages.0.message.role"]

@@ -21,6 +21,8 @@ CAPTURES = [
     (DATA / "otlp", "openai-agents"),
     (DATA / "langgraph", "openinference"),
     (DATA / "langgraph", "traceloop"),
+    (DATA / "vercel-ai", "vercel-ai"),
+    (DATA / "langchainjs", "langchainjs"),
 ]
 
 

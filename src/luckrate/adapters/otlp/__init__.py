@@ -4,7 +4,8 @@ Reads the three conventions in use — OTel GenAI semantic conventions (both gen
 and OpenLLMetry/Traceloop — from decoded OTLP spans. Imports no framework: only the OTLP protobufs.
 
 Modules: spans (decode + bounded records), payloads (argument/result shapes), messages (model messages
-in every form), roles + genai/openinference/traceloop (what a span means), tree (parents, walk-ups),
+in every form), roles (what a span means) and conventions (the registry of convention readers:
+genai, openinference, traceloop...), tree (parents, walk-ups),
 join (tool spans ↔ requested calls), output (output_ok), assemble (one trace → one trajectory),
 readers (requests and files).
 """

@@ -6,16 +6,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from luckrate.adapters import InvalidInput
+from luckrate.adapters.otlp.conventions import CONVENTIONS, classify, input_messages, output_messages
 from luckrate.adapters.otlp.join import Call, join, requests_from
-from luckrate.adapters.otlp.messages import Message, input_messages, output_messages, user_texts
+from luckrate.adapters.otlp.messages import Message, user_texts
 from luckrate.adapters.otlp.output import OutputRule, output_ok
 from luckrate.adapters.otlp.payloads import parse_args, result_text
-from luckrate.adapters.otlp.roles import AgentRole, ModelRole, Role, ToolRole, classify
+from luckrate.adapters.otlp.roles import AgentRole, ModelRole, Role, ToolRole
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.adapters.otlp.tree import Tree
 from luckrate.adapters.otlp.turns import conversation, model_turns
 from luckrate.core.step import Step, Trajectory
 
+_NAMES = sorted((c.name for c in CONVENTIONS), key=str.lower)
+_KNOWN = ", ".join(_NAMES[:-1]) + " or " + _NAMES[-1] if len(_NAMES) > 1 else _NAMES[0]
 ERROR = 2  # OTLP Status.StatusCode.STATUS_CODE_ERROR; OK (1) and UNSET (0) are both success
 
 
@@ -41,19 +44,18 @@ class _Assembly:
         for rec in tree.spans:  # each role's spans in tree order, listed once (several passes read them)
             self._by_kind.setdefault(type(self.roles[rec.span_id]), []).append(rec)
         if not any(self.roles.values()):
-            raise InvalidInput(
-                f"no GenAI, OpenInference or Traceloop agent, model or tool span among {len(tree.spans)} spans",
-                where,
-            )
+            raise InvalidInput(f"no {_KNOWN} agent, model or tool span among {len(tree.spans)} spans", where)
         self._agent_memo: dict[bytes, Any] = {}
         self._tool_memo: dict[bytes, Any] = {}
 
     def trajectory(self, run_id: str) -> Trajectory:
         calls, captured = self._tool_calls()
         models = [(r, output_messages(r) or [], self.agent_of(r)) for r in self._spans(ModelRole)]
+        answers = {r.span_id for r in self._spans(ToolRole) if self.roles[r.span_id].answer}
         joined = sorted(join(calls, requests_from(models), self._responses()), key=lambda c: c.key)
         model_spans = self._spans(ModelRole)
         others = [r for r in self.tree.spans if not isinstance(self.roles[r.span_id], ModelRole)]
+        joined = [c for c in joined if c.key[2] not in answers]  # the answer call, and the request it answered
         return Trajectory(
             id=run_id,
             steps=tuple(self._step(i, c) for i, c in enumerate(joined)),
@@ -102,7 +104,7 @@ class _Assembly:
     def _call(self, rec: SpanRecord, role: ToolRole) -> Call:
         args, parsed = parse_args(role.args)
         result, reported_error = result_text(role.result)
-        error = _failure(rec)
+        error = _failure(rec) or role.error
         if error is None and reported_error:
             error = result or "error"
         return Call(
@@ -151,7 +153,14 @@ class _Assembly:
 
 
 def _has_text(messages: list[Message] | None) -> bool:
-    return bool(messages) and any(m.texts or m.calls or m.responses for m in messages)
+    # pydantic-ai with content off keeps the messages' structure: tool_call parts with a name and no
+    # arguments, tool_call_response parts with no result. Structure is not content, and neither is a
+    # system prompt (Strands leaves it unredacted when it redacts the rest).
+    return bool(messages) and any(
+        (m.texts and m.role != "system") or any(c.args is not None for c in m.calls)
+        or any(r is not None for _, r in m.responses)
+        for m in messages
+    )
 
 
 def _failure(rec: SpanRecord) -> str | None:

@@ -2,12 +2,24 @@
 
 The LangChain instrumentation marks any run whose name contains "agent" as AGENT, tools included;
 a span with ``tool.name`` is a tool whatever its kind. ``tool.parameters`` is ambiguous (a schema in
-some instrumentations, the arguments in others), so ``input.value`` is preferred."""
+some instrumentations, the arguments in others), so ``input.value`` is preferred.
+
+The LangChain.js instrumentation differs: no run is marked AGENT (a compiled LangGraph graph is a
+CHAIN whose ``metadata`` says ``ls_integration: langgraph`` and names no ``langgraph_node``: the agent),
+and LLM spans flatten no ``tool_calls`` into ``llm.output_messages`` (they are only in ``output.value``,
+the serialized generations)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from luckrate.adapters.otlp.messages import Message
+from luckrate.adapters.otlp.payloads import Requested, load_text
 from luckrate.adapters.otlp.roles import AgentRole, ChainRole, ModelRole, Role, tool_role
 from luckrate.adapters.otlp.spans import SpanRecord
+
+KEYS = frozenset({"metadata"})
+MAX_CALLS = 1000
 
 
 def classify(rec: SpanRecord) -> Role | None:
@@ -27,5 +39,48 @@ def classify(rec: SpanRecord) -> Role | None:
     if kind == "LLM":
         return ModelRole()
     if kind == "CHAIN":
-        return ChainRole(rec.name)
+        return AgentRole(rec.name) if _graph_run(rec) else ChainRole(rec.name)
     return None
+
+
+def _graph_run(rec: SpanRecord) -> bool:
+    """A whole LangGraph graph run (not one of its nodes), as LangChain.js records it."""
+    raw = rec.get("metadata")
+    if not isinstance(raw, str) or '"langgraph"' not in raw or "langgraph_node" in raw:
+        return False
+    meta = load_text(raw)
+    return isinstance(meta, dict) and meta.get("ls_integration") == "langgraph"
+
+
+def messages(rec: SpanRecord, direction: str) -> list[Message] | None:
+    """An LLM span's requested tool calls from its serialized generations, when the flattened output
+    messages carry none (LangChain.js); None otherwise (the standard readers then read the span)."""
+    if direction != "output" or rec.get("openinference.span.kind") not in ("LLM", "llm"):
+        return None
+    raw = rec.get("output.value")
+    if not isinstance(raw, str) or '"tool_calls"' not in raw:
+        return None
+    if any(k.startswith("llm.output_messages.") and ".tool_calls." in k for k in rec.layout):
+        return None
+    value = load_text(raw)
+    generations = value.get("generations") if isinstance(value, dict) else None
+    found = [m for group in _listed(generations) for g in _listed(group) if (m := _generation(g)) is not None]
+    return found or None
+
+
+def _generation(g: Any) -> Message | None:
+    message = g.get("message") if isinstance(g, dict) else None
+    fields = message.get("kwargs", message.get("data")) if isinstance(message, dict) else None
+    if not isinstance(fields, dict):
+        return None
+    calls = tuple(
+        Requested(c["name"], c.get("args"), c["id"] if isinstance(c.get("id"), str) else None)
+        for c in _listed(fields.get("tool_calls"))[:MAX_CALLS]
+        if isinstance(c, dict) and isinstance(c.get("name"), str)
+    )
+    content = fields.get("content")
+    return Message("assistant", (content,) if isinstance(content, str) and content else (), calls)
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -1,6 +1,6 @@
 """What a span means to the adapter, whatever convention it follows: a tool call, an agent, a model
-call, a chain, or nothing of interest. Each convention family reads its own keys (genai.py,
-openinference.py, traceloop.py); ``classify`` asks them in order of how explicit their marker is.
+call, a chain, or nothing of interest. Each convention reads its own keys into these roles; the
+registry in conventions.py lists them and asks them in turn. This module imports none of them.
 """
 
 from __future__ import annotations
@@ -23,6 +23,10 @@ class ToolRole:
     call_id: str | None = None
     mcp: bool = False
     """An MCP client ``tools/call`` span (merged into an enclosing framework tool span)."""
+    error: str | None = None
+    """A failure the span reports in its content rather than its status (e.g. LlamaIndex ``is_error``)."""
+    answer: bool = False
+    """The framework's answer channel (smolagents' ``final_answer``): the run's output, not a step."""
 
 
 @dataclass(frozen=True)
@@ -57,25 +61,3 @@ def suffix(span_name: str, prefix: str) -> str | None:
         rest = span_name[len(prefix) + 1 :].strip()
         return rest or None
     return None
-
-
-def classify(rec: SpanRecord) -> Role | None:
-    for family in _families():
-        role = family(rec)
-        if role is not None:
-            return role
-    return None
-
-
-_FAMILIES: tuple = ()
-
-
-def _families() -> tuple:
-    # Imported on first use, once (the families import this module); an import statement per span
-    # cost a tenth of classifying it.
-    global _FAMILIES
-    if not _FAMILIES:
-        from luckrate.adapters.otlp import genai, openinference, traceloop
-
-        _FAMILIES = (openinference.classify, genai.classify, traceloop.classify)
-    return _FAMILIES

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from luckrate.adapters.otlp.join import Call
 from luckrate.adapters.otlp.messages import Message as ModelMessage
-from luckrate.adapters.otlp.messages import input_messages
+from luckrate.adapters.otlp.conventions import input_messages
 from luckrate.adapters.otlp.payloads import captured
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.core.step import AGENT, USER, Message

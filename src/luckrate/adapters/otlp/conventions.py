@@ -1,0 +1,80 @@
+"""The registry of span conventions the adapter reads, in the order they are asked.
+
+Adding a convention is one module and one line in ``CONVENTIONS``. The module reads its keys into
+roles (``classify(rec) -> Role | None``), may read messages kept where messages.py does not look
+(``messages(rec, "input" | "output") -> list[Message] | None``, asked before the standard readers),
+and names the attribute keys it reads (``KEYS``; compaction drops every other key). The most explicit
+markers come first: a span is what the first convention that recognises it says it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from luckrate.adapters.otlp import (
+    genai, google_adk, llamaindex, openinference, pydantic_ai, smolagents, spans, strands, traceloop, unmarked,
+    vercel_ai,
+)
+from luckrate.adapters.otlp import messages as standard
+from luckrate.adapters.otlp.messages import Message
+from luckrate.adapters.otlp.roles import Role
+from luckrate.adapters.otlp.spans import SpanRecord
+
+Direction = Literal["input", "output"]
+
+
+@dataclass(frozen=True)
+class Convention:
+    name: str
+    classify: Callable[[SpanRecord], Role | None]
+    messages: Callable[[SpanRecord, Direction], list[Message] | None] | None = None
+    """Messages kept where the standard readers (messages.py) do not look; None: none of its own."""
+    keys: frozenset[str] = frozenset()
+    """Attribute keys it reads beyond those spans.py keeps for the first three conventions."""
+
+
+CONVENTIONS: tuple[Convention, ...] = (
+    Convention("LlamaIndex", llamaindex.classify),  # before OpenInference: its tool spans' shapes
+    Convention("smolagents", smolagents.classify, smolagents.messages, smolagents.KEYS),  # likewise
+    Convention("OpenInference", openinference.classify, openinference.messages, openinference.KEYS),
+    Convention("pydantic-ai", pydantic_ai.classify, pydantic_ai.messages, pydantic_ai.KEYS),  # before GenAI: v1, v2
+    Convention("Google ADK", google_adk.classify, google_adk.messages, google_adk.KEYS),  # before GenAI: v1 keys
+    Convention("Strands Agents", strands.classify, strands.messages, strands.KEYS),  # before GenAI: events
+    Convention("GenAI", genai.classify),
+    Convention("Traceloop", traceloop.classify),
+    Convention("Vercel AI SDK", vercel_ai.classify, vercel_ai.messages, vercel_ai.KEYS),
+)
+_READERS = tuple(c.messages for c in CONVENTIONS if c.messages is not None)
+for _c in CONVENTIONS:
+    spans.keep(_c.keys)
+
+
+def classify(rec: SpanRecord) -> Role | None:
+    """What the first convention that recognises the span says it is; else, for a span that only
+    looks like a tool call, a tool call read as far as it can be (unmarked.py); else None."""
+    for convention in CONVENTIONS:
+        role = convention.classify(rec)
+        if role is not None:
+            return role
+    return unmarked.classify(rec)
+
+
+def input_messages(rec: SpanRecord) -> list[Message] | None:
+    """The span's input messages in any convention; None when it recorded none."""
+    found = _read(rec, "input")
+    return found if found is not None else standard.input_messages(rec)
+
+
+def output_messages(rec: SpanRecord) -> list[Message] | None:
+    found = _read(rec, "output")
+    return found if found is not None else standard.output_messages(rec)
+
+
+def _read(rec: SpanRecord, direction: Direction) -> list[Message] | None:
+    for read in _READERS:
+        found = read(rec, direction)
+        if found is not None:
+            return found
+    return None

@@ -1,0 +1,63 @@
+"""smolagents under openinference-instrumentation-smolagents, where it leaves plain OpenInference.
+
+- The agent span (kind AGENT) is named ``<agent name>.run`` and carries no ``agent.name``; its
+  ``input.value`` is the ``run`` call's arguments, whose ``task`` is the user's words (the model sees
+  them as ``New task:\\n<task>``). It is recognised by the ``smolagents.max_steps`` key.
+- A tool span records ``Tool.__call__``'s arguments: ``{"args": [], "sanitize_inputs_outputs": true,
+  "kwargs": {...}}``. No span carries a call id except the model's output messages.
+- A ToolCallingAgent answers by calling its own ``final_answer`` tool: that call is the run's output,
+  not an action, so it is no step (``ToolRole.answer``), and the model's request for it is joined to
+  it and dropped with it. Its span is named after the class, ``FinalAnswerTool``.
+- A managed agent is called as a tool named after it; the call has no tool span of its own (the
+  managed agent's ``<name>.run`` span is there instead), so it is a step from the model's request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from luckrate.adapters.otlp.messages import Message
+from luckrate.adapters.otlp.payloads import load_text
+from luckrate.adapters.otlp.roles import AgentRole, Role, ToolRole, tool_role
+from luckrate.adapters.otlp.spans import SpanRecord
+
+KEYS = frozenset({"smolagents.max_steps"})
+ANSWER_TOOL = "final_answer"
+ANSWER_SPAN = "FinalAnswerTool"
+"""The span is named after the tool's class: smolagents' own answer tool, not a user tool of that name."""
+
+
+def classify(rec: SpanRecord) -> Role | None:
+    kind = rec.get("openinference.span.kind")
+    if kind in ("AGENT", "agent") and rec.get("smolagents.max_steps") is not None:
+        return AgentRole(rec.name[: -len(".run")] if rec.name.endswith(".run") else rec.name)
+    if kind not in ("TOOL", "tool"):
+        return None
+    args = _call_kwargs(rec.get("input.value"))
+    answer = rec.name == ANSWER_SPAN and rec.get("tool.name") == ANSWER_TOOL  # also with content hidden
+    if args is None and not answer:
+        return None
+    role = tool_role(rec.get("tool.name") or rec.name, args, rec.get("output.value"), rec.get("tool.id"))
+    return ToolRole(role.name, role.args, role.result, role.call_id, answer=True) if answer else role
+
+
+def messages(rec: SpanRecord, direction: str) -> list[Message] | None:
+    """The agent span's task as the user's message."""
+    if direction != "input" or rec.get("smolagents.max_steps") is None:
+        return None
+    raw = rec.get("input.value")
+    value = load_text(raw) if isinstance(raw, str) else None
+    task = value.get("task") if isinstance(value, dict) else None
+    return [Message("user", (task,))] if isinstance(task, str) and task else None
+
+
+def _call_kwargs(raw: Any) -> dict[str, Any] | None:
+    if not isinstance(raw, str) or '"sanitize_inputs_outputs"' not in raw:
+        return None
+    value = load_text(raw)
+    if not isinstance(value, dict) or not isinstance(value.get("kwargs"), dict):
+        return None
+    kwargs = dict(value["kwargs"])
+    if value.get("args"):
+        kwargs["args"] = value["args"]
+    return kwargs

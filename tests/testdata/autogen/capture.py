@@ -1,0 +1,128 @@
+"""Capture AutoGen AgentChat spans (autogen-core's own OpenTelemetry tracing) from real ``AssistantAgent``
+runs on AutoGen's own scripted model client (``ReplayChatCompletionClient``); no network. See README.md.
+
+autogen-agentchat would downgrade protobuf in luckrate's test venv (it pins protobuf 5), so it runs in
+a scratch venv and the captures are committed. Each output file is one serialized
+ExportTraceServiceRequest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT))
+
+from autogen_agentchat.agents import AssistantAgent  # noqa: E402
+from autogen_agentchat.conditions import MaxMessageTermination, TextMessageTermination  # noqa: E402
+from autogen_agentchat.teams import Swarm  # noqa: E402
+from autogen_core import FunctionCall  # noqa: E402
+from autogen_core.models import CreateResult, RequestUsage  # noqa: E402
+from autogen_core.tools import FunctionTool  # noqa: E402
+from autogen_ext.models.replay import ReplayChatCompletionClient  # noqa: E402
+from opentelemetry import trace  # noqa: E402
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+
+from tests.scenarios import BY_NAME, SCENARIOS, Call, Scenario  # noqa: E402
+
+OUT = Path(__file__).resolve().parent
+AGENT, TRIAGE = "support_agent", "triage_agent"
+EXPORTER = InMemorySpanExporter()
+PROVIDER = TracerProvider()
+PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
+trace.set_tracer_provider(PROVIDER)  # autogen-core traces through the global provider
+USAGE = RequestUsage(prompt_tokens=10, completion_tokens=5)
+
+
+def _client(turns: list[Any], answer: str, prefix: str = "call") -> ReplayChatCompletionClient:
+    """AutoGen's own test client: each create() returns the next scripted result (the turn's function
+    calls, ids ``<prefix>_<turn>_<n>``, then the answer text)."""
+    results: list[Any] = [
+        CreateResult(finish_reason="function_calls", usage=USAGE, cached=False, content=[
+            FunctionCall(id=f"{prefix}_{i}_{n}", name=c.tool, arguments=json.dumps(c.args)) for n, c in enumerate(turn)])
+        for i, turn in enumerate(turns)
+    ]
+    results.append(CreateResult(finish_reason="stop", usage=USAGE, cached=False, content=answer))
+    return ReplayChatCompletionClient(results, model_info={
+        "vision": False, "function_calling": True, "json_output": False, "family": "unknown", "structured_output": False})
+
+
+def _tools(scenario: Scenario) -> list[FunctionTool]:
+    pending: dict[str, list[Call]] = {}
+    for turn in scenario.turns:
+        for call in turn:
+            pending.setdefault(call.tool, []).append(call)
+
+    def answer(tool: str) -> str:
+        call = pending[tool].pop(0)
+        if call.error is not None:
+            raise RuntimeError(call.error)
+        return call.result or ""
+
+    async def lookup_order(order_id: str) -> str:
+        """Look up an order."""
+        return answer("lookup_order")
+
+    async def issue_refund(order_id: str, amount: float) -> str:
+        """Refund an order."""
+        return answer("issue_refund")
+
+    async def fetch_webpage(url: str) -> str:
+        """Fetch a web page."""
+        return answer("fetch_webpage")
+
+    async def send_email(to: str, body: str) -> str:
+        """Send an email."""
+        return answer("send_email")
+
+    async def delete_account(user_id: str) -> str:
+        """Delete a user's account."""
+        return answer("delete_account")
+
+    async def escalate_to_human(reason: str) -> str:
+        """Hand the conversation to a person."""
+        return answer("escalate_to_human")
+
+    fns = [lookup_order, issue_refund, fetch_webpage, send_email, delete_account, escalate_to_human]
+    return [FunctionTool(f, description=f.__doc__ or "") for f in fns]
+
+
+def _support(scenario: Scenario) -> AssistantAgent:
+    # max_tool_iterations: the agent keeps calling the model while it asks for tools (the scripted turns)
+    return AssistantAgent(AGENT, model_client=_client(list(scenario.turns), scenario.answer), tools=_tools(scenario),
+                          system_message="You help customers with orders.", description="Handles orders.",
+                          max_tool_iterations=len(scenario.turns) + 1)
+
+
+async def _run(scenario: Scenario, multi_agent: bool) -> None:
+    if not multi_agent:
+        await _support(scenario).run(task=scenario.user)
+        return
+    triage = AssistantAgent(TRIAGE, model_client=_client([(Call(f"transfer_to_{AGENT}", {}),)], "unused", prefix="triage"),
+                            handoffs=[AGENT], system_message="Route the customer.", description="Routes requests.")
+    team = Swarm([triage, _support(scenario)], termination_condition=TextMessageTermination(AGENT) | MaxMessageTermination(20))
+    await team.run(task=scenario.user)
+
+
+def capture(scenario: Scenario, multi_agent: bool = False, name: str | None = None) -> None:
+    EXPORTER.clear()
+    with PROVIDER.get_tracer("luckrate.capture").start_as_current_span(
+            f"eval {scenario.name}", attributes={"luckrate.output_ok": True}):
+        asyncio.run(_run(scenario, multi_agent))
+    spans = EXPORTER.get_finished_spans()
+    stem = f"{name or scenario.name}.autogen"
+    (OUT / f"{stem}.otlp").write_bytes(encode_spans(spans).SerializeToString())
+    print(f"{stem}.otlp: {len(spans)} spans")
+
+
+if __name__ == "__main__":
+    for s in SCENARIOS:
+        capture(s)
+    capture(BY_NAME["forbidden"], multi_agent=True, name="handoff")

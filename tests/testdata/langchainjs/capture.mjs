@@ -1,0 +1,109 @@
+// Capture LangGraph.js spans under @arizeai/openinference-instrumentation-langchain from real graph
+// runs on a scripted chat model (no network). See README.md.
+//
+// The graph is the standard agent loop (agent node -> ToolNode -> agent), as the Python fixture
+// tests/frameworks/langgraph_agent.py builds it, compiled with name "support_agent". The scenarios
+// come from tests/scenarios.py (dumped by python3 at start). Each run is wrapped in a root span
+// `eval <name>` carrying luckrate.output_ok = true. Content capture off is OpenInference's own
+// trace config (hideInputs/hideOutputs...), set per process: `node capture.mjs --no-content`.
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { LangChainInstrumentation } from '@arizeai/openinference-instrumentation-langchain';
+import * as CallbackManagerModule from '@langchain/core/callbacks/manager';
+import { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import { AIMessage, HumanMessage } from '@langchain/core/messages';
+import { tool } from '@langchain/core/tools';
+import { MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
+import { ToolNode, toolsCondition } from '@langchain/langgraph/prebuilt';
+import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { z } from 'zod';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(HERE, '..', '..', '..');
+const CONTENT = !process.argv.includes('--no-content');
+const PARAMS = {
+  lookup_order: { order_id: z.string() }, issue_refund: { order_id: z.string(), amount: z.number() },
+  fetch_webpage: { url: z.string() }, send_email: { to: z.string(), body: z.string() },
+  delete_account: { user_id: z.string() }, escalate_to_human: { reason: z.string() },
+};
+
+function scenarios() {
+  const code = 'import json, dataclasses; from tests.scenarios import SCENARIOS; ' +
+    'print(json.dumps([dataclasses.asdict(s) | {"expected": sorted(s.expected)} for s in SCENARIOS]))';
+  return JSON.parse(execFileSync('python3', ['-c', code], { cwd: ROOT }).toString());
+}
+
+// OTel JS stamps a span's start with Date.now() (whole milliseconds) and its end from a per-span
+// offset to performance.now(), so spans less than a millisecond apart cannot be ordered. A real
+// model takes far longer; the scripted one and the tools wait a few milliseconds to keep order real.
+const pause = (ms) => new Promise((done) => setTimeout(done, ms));
+
+// The turn is the number of AI messages already in the conversation: the model keeps no state.
+class ScriptedChatModel extends BaseChatModel {
+  constructor(scenario) { super({}); this.scenario = scenario; }
+  _llmType() { return 'scripted'; }
+  bindTools() { return this; }
+  async _generate(messages) {
+    await pause(3);
+    const turn = messages.filter((m) => m.getType() === 'ai').length;
+    const turns = this.scenario.turns;
+    const message = turn < turns.length
+      ? new AIMessage({ content: '', tool_calls: turns[turn].map((c, n) => ({ name: c.tool, args: c.args, id: `call_${turn}_${n}`, type: 'tool_call' })) })
+      : new AIMessage({ content: this.scenario.answer });
+    return { generations: [{ message, text: typeof message.content === 'string' ? message.content : '' }] };
+  }
+}
+
+function tools(s) {
+  const pending = {};
+  for (const turn of s.turns) for (const c of turn) (pending[c.tool] ??= []).push(c);
+  return Object.entries(PARAMS).map(([name, schema]) => tool(async () => {
+    await pause(2);
+    const call = pending[name].shift();
+    if (call.error !== null) throw new Error(call.error);
+    return call.result ?? '';
+  }, { name, description: name.replaceAll('_', ' '), schema: z.object(schema) }));
+}
+
+function agent(s) {
+  const ts = tools(s);
+  const model = new ScriptedChatModel(s).bindTools(ts);
+  return new StateGraph(MessagesAnnotation)
+    .addNode('agent', async (state) => ({ messages: [await model.invoke(state.messages)] }))
+    .addNode('tools', new ToolNode(ts))
+    .addEdge(START, 'agent')
+    .addConditionalEdges('agent', toolsCondition)
+    .addEdge('tools', 'agent')
+    .compile({ name: 'support_agent' });
+}
+
+const exporter = new InMemorySpanExporter();
+const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+provider.register();
+const hide = !CONTENT;
+new LangChainInstrumentation({
+  tracerProvider: provider,
+  traceConfig: { hideInputs: hide, hideOutputs: hide, hideInputMessages: hide, hideOutputMessages: hide },
+}).manuallyInstrument(CallbackManagerModule);
+const tracer = provider.getTracer('luckrate.capture');
+
+for (const s of scenarios()) {
+  exporter.reset();
+  await tracer.startActiveSpan(`eval ${s.name}`, { attributes: { 'luckrate.output_ok': true } }, async (root) => {
+    await agent(s).invoke({ messages: [new HumanMessage(s.user)] });
+    root.end();
+  });
+  await provider.forceFlush();
+  const spans = exporter.getFinishedSpans();
+  const stem = join(HERE, `${s.name}${CONTENT ? '' : '.nocontent'}.langchainjs`);
+  writeFileSync(`${stem}.otlp`, ProtobufTraceSerializer.serializeRequest(spans));
+  if (CONTENT) writeFileSync(`${stem}.otlp.json`, Buffer.from(JsonTraceSerializer.serializeRequest(spans)));
+  console.log(`${stem}.otlp: ${spans.length} spans`);
+}
+await provider.shutdown();
+if (CONTENT) execFileSync(process.execPath, [fileURLToPath(import.meta.url), '--no-content'], { stdio: 'inherit' });
