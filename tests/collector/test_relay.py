@@ -1,0 +1,88 @@
+"""Tests 2 and 3: the SDK's real exporters → the real collector on the shipped otelcol.yaml → the real
+``luckrate serve``.
+
+2. Over OTLP/gRPC (otlp exporter) and OTLP/HTTP (otlphttp exporter, overlays/otlphttp.yaml), gzip on both
+   legs: luckrate's run and taint counters equal ``luckrate grade --format otlp`` on the same traces.
+3. Back-pressure: luckrate's span buffer is far smaller than the traffic, so it refuses batches; the
+   collector's retry_on_failure and sending_queue (as shipped) deliver every span, luckrate's accounting
+   identities hold, and the collector counts no failed span.
+
+The tracing backend is left out of the traces pipeline (none runs here); every exporter aimed at luckrate is
+loaded as shipped, with only its endpoint moved to the test's luckrate.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from luckrate import demo
+from tests.collector.harness import (
+    BASE,
+    OVERLAYS,
+    Collector,
+    delivered,
+    exporter_spans,
+    graded,
+    offline_verdicts,
+    run_counts,
+    sdk_exporter,
+    send,
+    served_counts,
+)
+from tests.reliability.harness import identity, settled
+from tests.service.harness import Server, record_runs, total
+
+EXPORTER = {"grpc": "otlp/luckrate", "http": "otlphttp/luckrate"}
+
+
+def _to(luckrate: Server, protocol: str) -> dict:
+    """Override: aim luckrate's exporters at this luckrate, and the traces pipeline at one of them."""
+    return {"exporters": {"otlp/luckrate": {"endpoint": luckrate.grpc},
+                          "otlphttp/luckrate": {"endpoint": luckrate.http}},
+            "service": {"pipelines": {"traces": {"exporters": [EXPORTER[protocol]]}}}}
+
+
+def _configs(protocol: str) -> list[Path]:
+    return [BASE, OVERLAYS / "otlphttp.yaml"] if protocol == "http" else [BASE]
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_collector_relays_every_trace_and_the_verdicts_match_the_cli(protocol: str, tmp_path: Path) -> None:
+    spans = record_runs([demo.nth_run(i) for i in range(40)])
+    expected = offline_verdicts(spans, tmp_path)
+    assert len(expected) == 40
+    with Server("--root-grace", "0.5") as luckrate, \
+            Collector(tmp_path, *_configs(protocol), override=_to(luckrate, protocol)) as collector:
+        send(spans, sdk_exporter(collector, protocol))
+        s = graded(luckrate, len(expected))
+        assert served_counts(s) == run_counts(expected)
+        assert run_counts(expected)[1] > 0, "the traffic holds tainted runs"
+        # Every span arrived over the leg under test, none twice; the collector counts no failure.
+        assert total(s, "luckrate_spans_received_total", transport=protocol) == len(spans)
+        assert total(s, "luckrate_spans_assembled_total") == len(spans)
+        t = delivered(collector, len(spans), EXPORTER[protocol])
+        assert exporter_spans(t, "send_failed") == 0
+
+
+def test_back_pressure_is_retried_until_every_span_is_graded(tmp_path: Path) -> None:
+    spans = record_runs([demo.nth_run(i) for i in range(200)])
+    expected = offline_verdicts(spans, tmp_path)
+    toml = tmp_path / "luckrate.toml"
+    toml.write_text("retry_after = 1\n")  # seconds the collector is told to wait (RetryInfo)
+    # 520 buffered spans: one shipped batch (send_batch_max_size 512) fits, a second does not until the
+    # first is graded, 2 s after its traces' roots arrive. The traffic is ~3 times the buffer.
+    with Server("--config", str(toml), "--max-buffered-spans", "520", "--root-grace", "2") as luckrate, \
+            Collector(tmp_path, BASE, override=_to(luckrate, "grpc")) as collector:
+        send(spans, sdk_exporter(collector, "grpc"), per_request=200)
+        t = delivered(collector, len(spans), "otlp/luckrate")  # the last retries are through
+        s = settled(luckrate)
+        terms = identity(s)
+        assert total(s, "luckrate_requests_refused_total", reason="buffer_full") > 0, "luckrate never pushed back"
+        assert total(s, "luckrate_spans_rejected_total", reason="buffer_full") > 0
+        # Nothing lost: every span sent was graded once, in its whole trace.
+        assert terms["spans_assembled"] == len(spans) and terms["spans_late"] == 0
+        assert terms["runs"] == len(expected)
+        assert served_counts(s) == run_counts(expected)
+        assert exporter_spans(t, "send_failed", "otlp/luckrate") == 0
