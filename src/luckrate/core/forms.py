@@ -188,6 +188,8 @@ def whole(value: str) -> list[tuple[str, ...]]:
     The value itself comes first; a date-time also offers its date and its time found separately.
     """
     alts: list[tuple[str, ...]] = [(value,)]
+    if "@" in value or not _STRUCTURED.search(value) and "." not in value:
+        return alts  # an address, or a value with neither digits nor dots, has no other form here
     for key in (url_key(value), number_key(value), _grouped_key(value)):
         if key and (key,) not in alts:
             alts.append((key,))

@@ -69,24 +69,43 @@ def traced(traj: Trajectory, spec: Spec) -> Provenance:
     return trace(traj, scan=deep, thorough=deep)
 
 
+_PLANS: dict[int, tuple[Spec, tuple]] = {}
+_MAX_PLANS = 256
+
+
+def _plan(spec: Spec) -> tuple:
+    """The checks a spec turns on, per phase: worked out once per spec, not once per run."""
+    entry = _PLANS.get(id(spec))
+    if entry is not None and entry[0] is spec:
+        return entry[1]
+
+    def on(name: str) -> bool:
+        return spec.enabled(name.partition(":")[0]) and DECLARED_BY.get(name, bool)(spec)
+
+    plan = tuple(tuple((n, c) for n, c in checks if on(n)) for checks in (CHECKS, PROVENANCE_CHECKS, TRACED_CHECKS))
+    if len(_PLANS) >= _MAX_PLANS:
+        _PLANS.clear()
+    _PLANS[id(spec)] = (spec, plan)
+    return plan
+
+
 def grade(traj: Trajectory, spec: Spec) -> RunGrade:
     """Run every enabled check; checks the source cannot support are skipped and listed, not failed."""
     violations: list[Violation] = []
     skipped: list[str] = []
 
     def runnable(name: str) -> bool:
-        if not spec.enabled(name.partition(":")[0]) or not DECLARED_BY.get(name, bool)(spec):
-            return False
         reason = _skip_reason(name, traj)
         if reason:
             skipped.append(f"{name} ({reason})")
         return reason is None
 
-    for name, check in CHECKS:
+    plain, provenance, with_prov = _plan(spec)
+    for name, check in plain:
         if runnable(name):
             violations.extend(check(traj, spec))
-    wanted = [(name, check) for name, check in PROVENANCE_CHECKS if runnable(name)]
-    with_traj = [(name, check) for name, check in TRACED_CHECKS if runnable(name)]
+    wanted = [(name, check) for name, check in provenance if runnable(name)]
+    with_traj = [(name, check) for name, check in with_prov if runnable(name)]
     if wanted or with_traj:
         args = traced(traj, spec)
         for _, check in wanted:

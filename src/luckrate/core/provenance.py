@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from itertools import filterfalse, repeat
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from luckrate.core import forms
 from luckrate.core.fields import Field, fields
@@ -127,25 +127,38 @@ class SourceIndex:
     """
 
     def __init__(self) -> None:
-        self._sources: list[tuple[str, int | None, str, frozenset[str]]] = []
+        self._sources: list[tuple[str, int | None, str, Any]] = []
+        self._names: list[str] = []
+        self._users = 0
+        """User sources come first (``trace`` adds them before any step): positions below this are the user's."""
         self._tokens: dict[str, list[int]] = {}
         self._tokens_upto = 0
         self._forms: dict[str, list[int]] = {}
         self._forms_upto = 0
         self._located: dict[int, _Located] = {}
         self._user_keys: set[str] | None = None
+        self._called: dict[int, frozenset[str]] = {}
 
-    def add(self, source: str, text: str, step: int | None = None, passed: frozenset[str] = frozenset()) -> None:
-        """Add a source; ``passed`` holds the values the producing call was given (for echoes)."""
-        self._sources.append((source, step, text, passed))
+    def add(self, source: str, text: str, step: int | None = None, args: Any = None) -> None:
+        """Add a source; ``args`` are the producing call's arguments (for echoes and designation)."""
+        if source == USER and self._users == len(self._sources):
+            self._users += 1
+        self._sources.append((source, step, text, args))
+        self._names.append(source)
 
     def sources(self, value: Any) -> frozenset[str]:
         """The sources containing ``value`` verbatim (after case folding)."""
         return self.names(self.positions(str(value).casefold()))
 
-    def names(self, positions: set[int] | list[int]) -> frozenset[str]:
-        sources = self._sources
-        return frozenset(sources[p][0] for p in positions)
+    def names(self, positions) -> frozenset[str]:
+        return frozenset(map(self._names.__getitem__, positions))
+
+    def tokens_of(self, key: str) -> list[int]:
+        """The positions (ascending) of the sources holding ``key`` as a plain token; do not modify."""
+        if self._tokens_upto < len(self._sources):
+            self._catch_up(self._tokens, self._tokens_upto, tokens)
+            self._tokens_upto = len(self._sources)
+        return self._tokens.get(key, _NONE)
 
     def positions(self, key: str, forms: bool = False) -> set[int]:
         """The positions of the sources holding ``key`` as a token (and, with ``forms``, as a canonical form)."""
@@ -171,8 +184,8 @@ class SourceIndex:
 
     def origins(self, position: int, keys: tuple[str, ...]) -> list[Origin]:
         """Where in source ``position`` the keys sit (fields parsed on first use, then cached)."""
-        source, step, text, passed = self._sources[position]
-        echo = not passed.isdisjoint(keys)
+        source, step, text, _ = self._sources[position]
+        echo = not self.called_at(position).isdisjoint(keys)
         if source == USER:
             return [Origin(source, None, None, True, False, position)]
         located = self._fields(position)
@@ -197,7 +210,7 @@ class SourceIndex:
                 toks = tokens(text)
                 self._user_keys |= toks | forms.text_keys(text.casefold(), toks)
         if any(all(k in self._user_keys for k in alt) for alt in alternatives):
-            return {p for p, (source, _, _, _) in enumerate(self._sources) if source == USER}
+            return set(range(self._users))
         return set()
 
     def texts(self, origin: Origin, keys: tuple[str, ...]) -> list[str]:
@@ -232,14 +245,22 @@ class SourceIndex:
 
     def called(self, origin: Origin) -> frozenset[str]:
         """The values the call that produced ``origin``'s source was given (case-folded)."""
-        return self._sources[self._position(origin)][3]
+        return self.called_at(origin.position)
+
+    def called_at(self, position: int) -> frozenset[str]:
+        called = self._called.get(position)
+        if called is None:
+            args = self._sources[position][3]
+            called = self._called[position] = frozenset(
+                str(v).casefold() for _, v in walk(args or {}) if isinstance(v, (str, int)) and not isinstance(v, bool))
+        return called
 
     def _position(self, origin: Origin) -> int:
         return origin.position
 
-    def has_user(self, positions: set[int]) -> bool:
-        sources = self._sources
-        return any(sources[p][0] == USER for p in positions)
+    def has_user(self, positions) -> bool:
+        users = self._users
+        return any(p < users for p in positions)
 
 
 def _form_keys(text: str) -> set[str]:
@@ -268,9 +289,11 @@ class _Located:
         return found
 
 
-@dataclass(frozen=True)
-class Argument:
-    """One identifier-shaped argument value and the sources that contained it when it was passed."""
+class Argument(NamedTuple):
+    """One identifier-shaped argument value and the sources that contained it when it was passed.
+
+    A NamedTuple rather than a frozen dataclass: one is built per traced value, and a frozen dataclass's
+    ``__init__`` sets each field through ``object.__setattr__`` (most of the cost of tracing a value)."""
 
     step: int
     tool: str
@@ -350,30 +373,34 @@ def trace(traj: Trajectory, scan: frozenset[str] | set[str] = frozenset(),
         index.add(USER, text)
     found = []
     for step in traj.steps:
-        passed: set[str] = set()
+        scanning, deep = step.tool in scan, step.tool in thorough
         for path, value in walk(step.args):
-            if isinstance(value, str) and len(value) <= MAX_ID_LENGTH:
-                passed.add(value.casefold())
-            for text, embedded in _values(value, step.tool in scan):
-                arg = _lookup(index, step, path, text, embedded, step.tool in thorough)
-                found.append(arg)
-                passed.update(arg.matched or (arg.value.casefold(),))
+            if is_identifier(value):
+                found.append(_lookup(index, step, path, str(value), False, deep))
+            elif isinstance(value, str) and value:
+                for text, embedded in _inside(value, scanning):
+                    found.append(_lookup(index, step, path, text, embedded, deep))
         if step.result is not None:
-            index.add(source_name(step.tool), step.result, step.index, frozenset(passed))
+            index.add(source_name(step.tool), step.result, step.index, step.args)
     return Provenance(found, index, "\n".join(traj.inputs))
 
 
-def _values(value: Any, scan: bool) -> list[tuple[str, bool]]:
-    """The values to trace in one argument leaf, each with whether it sits inside free text."""
-    if is_identifier(value):
-        return [(str(value), False)]
-    if not isinstance(value, str) or not value or len(value) > MAX_SCANNED:
-        return []
+_NONE: list[int] = []
+
+
+def _inside(value: str, scan: bool) -> list[tuple[str, bool]]:
+    """The values to trace in a string that is not identifier-shaped: itself when it is one date, time or
+    grouped number written with spaces; else, with ``scan``, the strong identifiers inside its free text."""
+    if len(value) > MAX_SCANNED or not _MARKED.search(value):
+        return []  # a strong identifier, a date or a grouped number needs a digit, an @ or a dot
     if len(value) <= 64 and forms.is_whole_value(value):
         return [(value.strip(), False)]
     if not scan:
         return []
     return [(tok, True) for tok in dict.fromkeys(_words(value)) if forms.is_strong(tok)]
+
+
+_MARKED = re.compile(r"[0-9@.]")
 
 
 MAX_SCANNED = 20_000
@@ -387,22 +414,24 @@ def _words(text: str) -> list[str]:
 
 def _lookup(index: SourceIndex, step: Any, path: str, value: str, embedded: bool, thorough: bool) -> Argument:
     key = value.casefold()
-    positions = index.positions(key)
-    if positions and not (thorough and not index.has_user(positions)):
-        return _argument(step, path, value, index, positions, (), (key,), embedded)
+    positions = index.tokens_of(key)
+    if positions and (not thorough or index.has_user(positions)):
+        return Argument(step.index, step.tool, path, value, index.names(positions), (), (key,), tuple(positions),
+                        embedded)
     alternatives = forms.whole(key)
     looked_up = tuple(k for alt in alternatives[1:] for k in alt)
     if positions:  # found verbatim, but not in the user's input: did the user write it another way?
         users = index.user_positions(alternatives) if len(alternatives) > 1 else set()
-        return _argument(step, path, value, index, positions | users, looked_up, (key,), embedded)
+        return _argument(step, path, value, index, set(positions) | users, looked_up, (key,), embedded)
     matched: list[str] = []
+    hit: set[int] = set()
     for alt in alternatives:
         hits = [index.positions(k, forms=True) for k in alt]
         if all(hits):
             matched.extend(alt)
             for h in hits:
-                positions |= h
-    return _argument(step, path, value, index, positions, looked_up, tuple(dict.fromkeys(matched)), embedded)
+                hit |= h
+    return _argument(step, path, value, index, hit, looked_up, tuple(dict.fromkeys(matched)), embedded)
 
 
 def _argument(step: Any, path: str, value: str, index: SourceIndex, positions: set[int], looked_up: tuple[str, ...],
