@@ -389,14 +389,15 @@ _NONE: list[int] = []
 
 
 def _inside(value: str, scan: bool) -> list[tuple[str, bool]]:
-    """The values to trace in a string that is not identifier-shaped: itself when it is one date, time or
-    grouped number written with spaces; else, with ``scan``, the strong identifiers inside its free text."""
-    if len(value) > MAX_SCANNED or not _MARKED.search(value):
+    """With ``scan``, the values to trace in a string that is not identifier-shaped: itself when it is one
+    date, time or grouped number written with spaces, else the strong identifiers inside its free text.
+    Both count as ``embedded``: traced for taint, not reported ``ungrounded``."""
+    # Only for taint (``scan``): a value with spaces was never identifier-shaped, so ``ungrounded`` leaves it
+    # alone as before; a date-time written with a space is most often computed (an end time), not copied.
+    if not scan or len(value) > MAX_SCANNED or not _MARKED.search(value):
         return []  # a strong identifier, a date or a grouped number needs a digit, an @ or a dot
     if len(value) <= 64 and forms.is_whole_value(value):
-        return [(value.strip(), False)]
-    if not scan:
-        return []
+        return [(value.strip(), True)]
     return [(tok, True) for tok in dict.fromkeys(_words(value)) if forms.is_strong(tok)]
 
 
