@@ -230,6 +230,23 @@ class SourceIndex:
             return []
         return [f for f in all_fields if not f.prose and f.record == prefix]
 
+    def record_fields(self, origin: Origin) -> list[Field]:
+        """Every field (value or free text) of the record ``origin`` sits in."""
+        prefix = Field(origin.field or "", "", True).record
+        if prefix is None:
+            return []
+        return [f for f in self._fields(origin.position).fields if f.record == prefix]
+
+    def designated_records(self, pointed) -> list[Origin]:
+        """One origin per record of every tool result whose call ``pointed(values given)`` accepts."""
+        out = []
+        for position, (source, step, _, _) in enumerate(self._sources):
+            if source == USER or not pointed(self.called_at(position)):
+                continue
+            records = dict.fromkeys(f.record for f in self._fields(position).fields if f.record is not None)
+            out.extend(Origin(source, step, record, True, False, position) for record in records)
+        return out
+
     def siblings(self, origin: Origin) -> tuple[int, dict[tuple[str, str], int]]:
         """How many records ``origin``'s result holds, and in how many each (field name, value) occurs."""
         all_fields = self._fields(self._position(origin)).fields

@@ -31,19 +31,14 @@ The ceiling, honestly (what a trace alone cannot tell):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from luckrate.core import forms
 from luckrate.core.fields import field_name
-from luckrate.core.provenance import USER, Argument, Origin, Provenance, source_name, tokens
+from luckrate.core.intent import Request, endorsed, labelled, weak
+from luckrate.core.provenance import USER, Argument, Origin, Provenance, source_name
 from luckrate.core.spec import Spec
 from luckrate.core.violation import Violation
-
-WEAK_DIGITS = 4
-WEAK_LENGTH = 2
-
 
 def ungrounded(prov: Provenance, spec: Spec) -> Iterator[Violation]:
     for arg in prov:
@@ -91,79 +86,19 @@ def judge(arg: Argument, prov: Provenance, spec: Spec) -> Judgement:
         return Judgement(False, "only echoed back by the calls it was passed to")
     bad = [o for o in origins if _untrusted(o, spec)]
     good = [o for o in origins if not _untrusted(o, spec)]
-    if _weak(arg.value):  # rule 5: where a short value also sits says nothing; only a labelled mention does
-        named = [o for o in bad if not o.prose or _labelled(arg, [o], prov)]
+    if weak(arg.value):  # rule 5: where a short value also sits says nothing; only a labelled mention does
+        named = [o for o in bad if not o.prose or labelled(arg, [o], prov)]
         if not named:
             return Judgement(False, "too short to trace in free text")
         return Judgement(True, f"named by its label in untrusted {', '.join(_where(o) for o in named)}", tuple(named))
     if good:
         return Judgement(False, f"also in trusted {_where(good[0])}")
-    request = prov.request if hasattr(prov, "request") else Request.of(prov.user_text)
-    prov.request = request
+    request = Request.of(prov)
     for origin in bad:
-        why = _endorsed(arg, origin, prov, request)
+        why = endorsed(arg, origin, prov, request)
         if why:
             return Judgement(False, why)
     return Judgement(True, f"only in untrusted {', '.join(_where(o) for o in bad)}", tuple(bad))
-
-
-@dataclass(frozen=True)
-class Request:
-    """What the user's input asks for, as far as words tell: the names written, the words and tokens used."""
-
-    text: str
-    words: frozenset[str]
-    names: frozenset[str]
-    tokens: frozenset[str]
-
-    @classmethod
-    def of(cls, text: str) -> Request:
-        folded = text.casefold()
-        return cls(folded, frozenset(_WORD.findall(folded)), frozenset(n.casefold() for n in _NAME.findall(text)),
-                   frozenset(tokens(text)))
-
-
-_WORD = re.compile(r"[^\W\d_]{3,}")
-_NAME = re.compile(r"(?<![\w.@/])[A-Z][a-z]{2,}(?![\w@])")
-# The kinds of value a request can ask for by a common noun (English). A request that asks for links or
-# dates and points at a source has asked for the links or dates in it.
-_KINDS = {"url": frozenset({"website", "websites", "site", "sites", "link", "links", "url", "urls"}),
-          "date": frozenset({"date", "dates", "deadline", "deadlines", "yyyy"})}
-
-
-def _endorsed(arg: Argument, origin: Origin, prov: Provenance, request: Request) -> str | None:
-    """Why the user's request covers a value found only in untrusted free text, or None (rule 6)."""
-    record = prov.index.record(origin)
-    if record:
-        count, seen = prov.index.siblings(origin)
-        for f in record:
-            value = f.text.casefold()
-            if value in request.names and (count == 1 or seen.get((f.name, value), 0) < count):
-                return f"in the record of {f.text!r}, whom the user named ({f.path})"
-    if "@" in arg.value and not arg.embedded:
-        local = arg.value.casefold().split("@", 1)[0]
-        hit = next((n for n in _WORD.findall(local) if n in request.names), None)
-        if hit:
-            return f"an address in the name of {hit!r}, whom the user named"
-    kind = _kind(arg.value)
-    if kind and not arg.embedded and request.words & _KINDS[kind] and _designated(origin, prov, request):
-        return f"a {kind} the user asked for, from a source the user pointed at"
-    return None
-
-
-def _kind(value: str) -> str | None:
-    folded = value.casefold()
-    if forms.url_key(folded) and "@" not in folded:
-        return "url"
-    if any(len(alt) == 1 and alt[0][:4].isdigit() and alt[0][4:5] == "-" or alt[0].startswith("--")
-           for alt in forms.whole(folded)[1:]) or forms.dates(folded):
-        return "date"
-    return None
-
-
-def _designated(origin: Origin, prov: Provenance, request: Request) -> bool:
-    """The call that produced the source was given something the user wrote (a file name, a URL, a channel)."""
-    return any(len(value) >= 3 and value in request.text for value in prov.index.called(origin))
 
 
 def _untrusted(origin: Origin, spec: Spec) -> bool:
@@ -176,27 +111,6 @@ def _untrusted(origin: Origin, spec: Spec) -> bool:
     if "*" in named or origin.field is None:
         return True
     return field_name(origin.field) in named
-
-
-def _labelled(arg: Argument, origins: list[Origin], prov: Provenance) -> bool:
-    """A short value that the free text names by the argument's own label: ``file_id='13'`` and "the file
-    with ID 13". Only a label next to the value makes a short number evidence (rule 5)."""
-    labels = _labels(arg.path)
-    if not labels:
-        return False
-    mention = re.compile(r"\b(?:" + "|".join(map(re.escape, labels)) + r")s?\b\W{0,3}(?:#|no\.|number\s)?\s*"
-                         + re.escape(arg.value.casefold()) + r"(?![\w.]\w)")
-    return any(mention.search(text.casefold()) for o in origins for text in prov.index.texts(o, arg.matched))
-
-
-def _labels(path: str) -> list[str]:
-    last = field_name(path)
-    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", last)
-    return [part for part in re.split(r"[\W_]+", spaced.casefold()) if len(part) >= 2]
-
-
-def _weak(value: str) -> bool:
-    return len(value) <= WEAK_LENGTH or (value.isdigit() and len(value) <= WEAK_DIGITS)
 
 
 def _where(origin: Origin) -> str:

@@ -1,0 +1,147 @@
+"""Intent: what the user's request asked for, as far as a trace's words tell (taint's rules 5 and 6).
+
+A value found only in untrusted free text is still *asked for* when the request covers it:
+
+- it sits in a record the request singled out by a name: a record of a result (a message, an e-mail,
+  an event) whose value field is a name the user wrote and no sibling record shares (``sender: Bob``
+  for "the article Bob posted"). A record singled out by a date, an id or a description is *not*
+  enough: the event on the day the user asked about is exactly where an injected description sits
+  (measured: endorsing records described by shared words lost a third of the dev set's workspace
+  attacks);
+- it is an e-mail address in the name of a person the request names ("invite Dora; her e-mail is on
+  her website" and ``dora@...``);
+- it is a link or a date, the request asks for links or dates by a common noun ("the websites posted
+  in the channel", "the deadline ... in YYYY-MM-DD format"), and the source is one the request pointed
+  at: the call that read it was given something the user wrote (a channel, a file name, a URL).
+
+A request extends to the free text of the records it singled out by a name (one level): "the details
+are in the message from Bob to Alice" makes that message's words part of what was asked.
+
+Short values (rule 5): ``3`` or ``2024`` occurs in almost any text, so a short value counts only where
+free text names it by the argument's own label ("delete the file with ID 13" for ``file_id``).
+
+The ceiling: these read words, not meaning. An injection placed inside a record the user singled out,
+or on a page the user asked to take links from, is endorsed with it; an attacker who picks an address
+carrying the name the user wrote passes; a request phrased without the nouns above is not matched.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from luckrate.core import forms
+from luckrate.core.fields import Field, field_name
+from luckrate.core.provenance import USER, Argument, Origin, Provenance, tokens
+
+WEAK_DIGITS = 4
+WEAK_LENGTH = 2
+
+_WORD = re.compile(r"[^\W\d_]{3,}")
+_NAME = re.compile(r"(?<![\w.@/])[A-Z][a-z]{2,}(?![\w@])")
+# The kinds of value a request can ask for by a common noun (English).
+_KINDS = {"url": frozenset({"website", "websites", "site", "sites", "link", "links", "url", "urls"}),
+          "date": frozenset({"date", "dates", "deadline", "deadlines", "yyyy"})}
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the user's input asks for: its text, words, the names written, its tokens."""
+
+    text: str
+    words: frozenset[str]
+    names: frozenset[str]
+    tokens: frozenset[str]
+
+    @classmethod
+    def of_text(cls, text: str) -> Request:
+        folded = text.casefold()
+        return cls(folded, frozenset(_WORD.findall(folded)), frozenset(n.casefold() for n in _NAME.findall(text)),
+                   frozenset(tokens(text)))
+
+    @classmethod
+    def of(cls, prov: Provenance) -> Request:
+        """The user's request, extended by the records it singled out by name (worked out once per run)."""
+        cached = getattr(prov, "request", None)
+        if cached is None:
+            base = cls.of_text(prov.user_text)
+            delegated = [f.text for f in _named_records(prov, base)]
+            cached = cls.of_text("\n".join([prov.user_text, *delegated])) if delegated else base
+            prov.request = cached
+        return cached
+
+
+def endorsed(arg: Argument, origin: Origin, prov: Provenance, request: Request) -> str | None:
+    """Why the request covers a value found only in untrusted free text, or None."""
+    designated = _designated(origin, prov, request)
+    record = prov.index.record(origin)
+    if record:
+        named = _named(origin, prov, request)
+        if named is not None:
+            return f"in the record of {named.text!r}, whom the user named ({named.path})"
+    if "@" in arg.value and not arg.embedded:
+        local = arg.value.casefold().split("@", 1)[0]
+        hit = next((n for n in _WORD.findall(local) if n in request.names), None)
+        if hit:
+            return f"an address in the name of {hit!r}, whom the user named"
+    kind = _kind(arg.value)
+    if kind and not arg.embedded and request.words & _KINDS[kind] and designated:
+        return f"a {kind} the user asked for, from a source the user pointed at"
+    return None
+
+
+def _named(origin: Origin, prov: Provenance, request: Request) -> Field | None:
+    """The value field naming a person the request names, when it tells this record from its siblings."""
+    count, seen = prov.index.siblings(origin)
+    for f in prov.index.record(origin):
+        value = f.text.casefold()
+        if value in request.names and (count == 1 or seen.get((f.name, value), 0) < count):
+            return f
+    return None
+
+
+def _named_records(prov: Provenance, request: Request) -> list[Field]:
+    """The free text of every record, in a source the request pointed at, that the request names."""
+    out: list[Field] = []
+    for origin in prov.index.designated_records(lambda values: any(
+            len(v) >= 3 and v in request.text for v in values)):
+        if _named(origin, prov, request) is not None:
+            out.extend(f for f in prov.index.record_fields(origin) if f.prose)
+    return out
+
+
+def _kind(value: str) -> str | None:
+    folded = value.casefold()
+    if forms.url_key(folded) and "@" not in folded:
+        return "url"
+    if forms.dates(folded):
+        return "date"
+    return None
+
+
+def _designated(origin: Origin, prov: Provenance, request: Request) -> bool:
+    """The call that produced the source was given something the user wrote (a file name, a URL, a channel)."""
+    return origin.source != USER and any(len(v) >= 3 and v in request.text for v in prov.index.called(origin))
+
+
+def labelled(arg: Argument, origins: list[Origin], prov: Provenance) -> bool:
+    """A short value that the free text names by the argument's own label: ``file_id='13'`` and "the file
+    with ID 13". Only a label next to the value makes a short number evidence (rule 5)."""
+    names = labels(arg.path)
+    if not names:
+        return False
+    mention = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")s?\b\W{0,3}(?:#|no\.|number\s)?\s*"
+                         + re.escape(arg.value.casefold()) + r"(?![\w.]\w)")
+    return any(mention.search(text.casefold()) for o in origins for text in prov.index.texts(o, arg.matched))
+
+
+def labels(path: str) -> list[str]:
+    last = field_name(path)
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", last)
+    return [part for part in re.split(r"[\W_]+", spaced.casefold()) if len(part) >= 2]
+
+
+def weak(value: str) -> bool:
+    return len(value) <= WEAK_LENGTH or (value.isdigit() and len(value) <= WEAK_DIGITS)
+
+
