@@ -14,7 +14,8 @@ from luckrate.adapters.otlp.roles import AgentRole, ModelRole, Role, ToolRole, c
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.adapters.otlp.tree import Tree
 from luckrate.adapters.otlp.turns import conversation, model_turns
-from luckrate.core.step import Step, Trajectory
+from luckrate.core.step import USER, Step, Trajectory
+from luckrate.core.step import Message as StepMessage
 
 ERROR = 2  # OTLP Status.StatusCode.STATUS_CODE_ERROR; OK (1) and UNSET (0) are both success
 
@@ -47,23 +48,31 @@ class _Assembly:
             )
         self._agent_memo: dict[bytes, Any] = {}
         self._tool_memo: dict[bytes, Any] = {}
+        self._input_memo: dict[bytes, list[Message] | None] = {}
 
     def trajectory(self, run_id: str) -> Trajectory:
         calls, captured = self._tool_calls()
         models = [(r, output_messages(r) or [], self.agent_of(r)) for r in self._spans(ModelRole)]
         joined = sorted(join(calls, requests_from(models), self._responses()), key=lambda c: c.key)
-        model_spans = self._spans(ModelRole)
         others = [r for r in self.tree.spans if not isinstance(self.roles[r.span_id], ModelRole)]
+        messages = conversation([(m[0], self._inputs(m[0]), m[1]) for m in models], [c.start_ns for c in joined],
+                                others)
         return Trajectory(
             id=run_id,
             steps=tuple(self._step(i, c) for i, c in enumerate(joined)),
             agent=self._root_agent(),
-            input=self._input(),
+            input=self._input(messages),
             output_ok=output_ok(self.tree.spans, self.tree.depth, self.rule),
             content=captured or self._messages_captured(),
-            messages=conversation([(m[0], m[1]) for m in models], [c.start_ns for c in joined], others),
-            model_turns=model_turns(joined, model_spans),
+            messages=messages,
+            model_turns=model_turns(joined, self._spans(ModelRole)),
         )
+
+    def _inputs(self, rec: SpanRecord) -> list[Message] | None:
+        """``input_messages(rec)``, parsed once: the responses, the input and the conversation all read it."""
+        if rec.span_id not in self._input_memo:
+            self._input_memo[rec.span_id] = input_messages(rec)
+        return self._input_memo[rec.span_id]
 
     def _spans(self, *kinds: type) -> list[SpanRecord]:
         """The spans of these roles, in tree order."""
@@ -122,7 +131,7 @@ class _Assembly:
         """Tool results the models were sent, by call id (for calls with no tool span)."""
         out: dict[str, Any] = {}
         for rec in self._spans(ModelRole):
-            for message in input_messages(rec) or ():
+            for message in self._inputs(rec) or ():
                 for call_id, result in message.responses:
                     if call_id:
                         out.setdefault(call_id, result)
@@ -134,18 +143,22 @@ class _Assembly:
             return None
         return self._agent_name(min(named, key=lambda r: (self.tree.depth[r.span_id], r.start_ns, r.span_id)))
 
-    def _input(self) -> str | tuple[str, ...]:
-        """User-role text of the outermost agent span that recorded input messages, else of the first model call."""
+    def _input(self, conversation: tuple[StepMessage, ...] = ()) -> str | tuple[str, ...]:
+        """User-role text of the outermost agent span that recorded input messages, else of the first model
+        call; the conversation's user messages instead when it holds more (later turns of a multi-turn run)."""
+        said = tuple(m.text for m in conversation if m.role == USER)
         agents = sorted(self._spans(AgentRole), key=lambda r: (self.tree.depth[r.span_id], r.start_ns, r.span_id))
         for rec in agents + self._spans(ModelRole):
-            texts = user_texts(input_messages(rec) or [])
+            texts = user_texts(self._inputs(rec) or [])
+            if len(said) > len(texts) > 0:
+                return said
             if texts:
                 return texts[0] if len(texts) == 1 else texts
-        return ""
+        return said[0] if len(said) == 1 else said if said else ""
 
     def _messages_captured(self) -> bool:
         return any(
-            _has_text(input_messages(r)) or _has_text(output_messages(r))
+            _has_text(self._inputs(r)) or _has_text(output_messages(r))
             for r in self._spans(ModelRole, AgentRole)
         )
 
