@@ -33,7 +33,7 @@ NO_MESSAGES = {"openai-agents-nocontent", "crewai"}
 CHECKS = [
     ("before, same order", {"before": [{"first": "lookup_order", "then": "issue_refund", "same": "order_id"}]},
      [], "before:same"),
-    ("before, first must succeed", {"before": [{"first": "send_email", "then": "issue_refund"}]},
+    ("before, dict form without same", {"before": [{"first": "send_email", "then": "issue_refund"}]},
      [("before", 1)], None),
     ("terminal", {"terminal": ["lookup_order"]}, [("terminal", 1), ("terminal", 2)], None),
     ("once_per", {"once_per": {"lookup_order": "order_id", "issue_refund": "order_id"}}, [], "once_per"),
