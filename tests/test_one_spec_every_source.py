@@ -10,9 +10,9 @@ expected (check, tool) pairs under examples/spec.py, with content capture on; wi
 tools in the same order and the same verdicts but taint (which needs the values), and no step lost.
 
 The policy scenarios (a confirmation given in a second user turn, a cancel without one, a refund of
-another order than the one looked up) run live on every source that runs here; CrewAI and n8n run
-only where their captures exist (both are captured outside CI: see their testdata READMEs), and are
-skipped, saying so, where they do not yet.
+another order than the one looked up) run live on every source that runs here; CrewAI and n8n are
+captured outside CI and run where a capture exists: CrewAI has all but the confirmation given in a
+second user turn (a crew task takes no second user message), n8n none yet. The rest are skipped, saying so.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def openai_agents_genai(s: Scenario) -> Trajectory:
 def _capture(source: str, s: Scenario) -> Path:
     path = TESTDATA / source / f"{s.name}.json"
     if not path.exists() and s in POLICY_SCENARIOS:
-        pytest.skip(f"no {source} capture of {s.name!r} yet ({source} is captured outside CI)")
+        pytest.skip(f"no {source} capture of {s.name!r} (see tests/testdata/{source}/README.md)")
     return path
 
 
@@ -133,8 +133,17 @@ def test_same_verdict_on_every_source(source, scenario):
     traj = SOURCES[source](scenario)
     g = grade(traj, SPEC)
     assert [s.tool for s in traj.steps] == [c.tool for c in scenario.calls]
-    assert {(v.check, v.tool) for v in g.violations} == scenario.expected
-    assert g.path_ok is (not scenario.expected)
+    # What a source cannot record, its verdict cannot hold: that check must be listed as skipped instead.
+    blind = CANNOT_CARRY.get(source, set())
+    expected = {(check, tool) for check, tool in scenario.expected if check not in blind}
+    assert {(v.check, v.tool) for v in g.violations} == expected
+    assert g.path_ok is (not expected)
+    for check in blind & {check for check, _ in scenario.expected}:
+        assert any(s.startswith(f"{check} (") for s in g.skipped), g.skipped
+
+
+CANNOT_CARRY = {"crewai-events": {"confirm"}}
+"""Checks a source's records cannot support: CrewAI's tool-usage events hold no user messages."""
 
 
 @pytest.mark.parametrize("source", [s for s in SOURCES if not s.endswith(("-events", "-execution"))])

@@ -220,3 +220,10 @@ def test_n8n_confirm_reads_the_prompted_conversation(name, prompt, flagged):
     spec = Spec.from_dict({"confirm": ["issue_refund"]})
     assert [v.step for v in grade(traj, spec).violations if v.check == "confirm"] == flagged
     assert all(m.before_step == 0 for m in traj.messages)
+
+
+def test_otlp_later_user_turns_are_input_too():
+    # A value the user gives in a later turn is the user's (provenance reads the input): the first model
+    # call's input alone held only the opening request.
+    traj = trajectory_from_spans(_conversation_spans())
+    assert traj.inputs == ("cancel R-1", "Yes, go ahead")

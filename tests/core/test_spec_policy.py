@@ -3,7 +3,8 @@ every bad shape, unknown tool and bad regex reported with its location, all at o
 
 import pytest
 
-from luckrate.core.spec import ArgRule, InvalidSpec, Order, Spec, value_key
+from luckrate.core.policy import ArgRule, Order, value_key
+from luckrate.core.spec import InvalidSpec, Spec
 
 TOOLS = ["get_reservation", "cancel_reservation", "transfer_to_human", "send_money", "contacts"]
 

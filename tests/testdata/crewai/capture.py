@@ -40,7 +40,7 @@ from crewai.llms.base_llm import BaseLLM  # noqa: E402
 from crewai.tools import BaseTool  # noqa: E402
 from pydantic import BaseModel, Field  # noqa: E402
 
-from tests.scenarios import ORDER, PAGE, SCENARIOS, Call, Scenario  # noqa: E402
+from tests.scenarios import ORDER, PAGE, POLICY_SCENARIOS, SCENARIOS, Ask, Call, Scenario  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
 EVENTS = (ToolUsageStartedEvent, ToolUsageFinishedEvent, ToolUsageErrorEvent)
@@ -81,7 +81,7 @@ class Script:
     """Unanswered scripted calls, claimed by tool name and arguments (parallel calls run on threads)."""
 
     def __init__(self, scenario: Scenario):
-        self.pending = [c for turn in scenario.turns for c in turn]
+        self.pending = scenario.calls
         self.lock = threading.Lock()
 
     def answer(self, tool: str, args: dict[str, Any]) -> str:
@@ -124,6 +124,7 @@ class ReasonArgs(BaseModel):
 SCHEMAS = {
     "lookup_order": OrderArgs, "issue_refund": RefundArgs, "fetch_webpage": UrlArgs,
     "send_email": EmailArgs, "delete_account": UserArgs, "escalate_to_human": ReasonArgs,
+    "cancel_order": OrderArgs,
 }
 
 
@@ -194,7 +195,10 @@ def extra_runs() -> dict[str, list[tuple[str, Scenario]]]:
 
 
 def main() -> None:
-    runs = {s.name: [(ROLE, s)] for s in SCENARIOS} | extra_runs()
+    # A crew task takes no second user message, so a scenario with an Ask turn (a confirmation in a
+    # second user turn) cannot run here; the others can.
+    policy = [s for s in POLICY_SCENARIOS if not any(isinstance(t, Ask) for t in s.turns)]
+    runs = {s.name: [(ROLE, s)] for s in SCENARIOS + tuple(policy)} | extra_runs()
     for name, members in runs.items():
         events = run(members)
         # The envelope adds what an eval harness knows and the events do not: run id, case, verdict.

@@ -15,7 +15,8 @@ from luckrate.adapters.otlp.roles import AgentRole, ModelRole, Role, ToolRole
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.adapters.otlp.tree import Tree
 from luckrate.adapters.otlp.turns import conversation, model_turns
-from luckrate.core.step import Step, Trajectory
+from luckrate.core.step import USER, Step, Trajectory
+from luckrate.core.step import Message as StepMessage
 
 _NAMES = sorted((c.name for c in CONVENTIONS), key=str.lower)
 _KNOWN = ", ".join(_NAMES[:-1]) + " or " + _NAMES[-1] if len(_NAMES) > 1 else _NAMES[0]
@@ -47,25 +48,36 @@ class _Assembly:
             raise InvalidInput(f"no {_KNOWN} agent, model or tool span among {len(tree.spans)} spans", where)
         self._agent_memo: dict[bytes, Any] = {}
         self._tool_memo: dict[bytes, Any] = {}
+        self._input_memo: dict[bytes, list[Message] | None] = {}
 
     def trajectory(self, run_id: str) -> Trajectory:
         calls, captured = self._tool_calls()
         models = [(r, output_messages(r) or [], self.agent_of(r)) for r in self._spans(ModelRole)]
         answers = {r.span_id for r in self._spans(ToolRole) if self.roles[r.span_id].answer}
         joined = sorted(join(calls, requests_from(models), self._responses()), key=lambda c: c.key)
-        model_spans = self._spans(ModelRole)
         others = [r for r in self.tree.spans if not isinstance(self.roles[r.span_id], ModelRole)]
         joined = [c for c in joined if c.key[2] not in answers]  # the answer call, and the request it answered
+        messages = conversation([(m[0], self._inputs(m[0]), m[1]) for m in models], [c.start_ns for c in joined],
+                                others)
+        content = captured or self._messages_captured()
+        if not content:  # placeholders a framework writes for redacted text are not what anyone said
+            messages = ()
         return Trajectory(
             id=run_id,
             steps=tuple(self._step(i, c) for i, c in enumerate(joined)),
             agent=self._root_agent(),
-            input=self._input(),
+            input=self._input(messages) if content else "",
             output_ok=output_ok(self.tree.spans, self.tree.depth, self.rule),
-            content=captured or self._messages_captured(),
-            messages=conversation([(m[0], m[1]) for m in models], [c.start_ns for c in joined], others),
-            model_turns=model_turns(joined, model_spans),
+            content=content,
+            messages=messages,
+            model_turns=model_turns(joined, self._spans(ModelRole)),
         )
+
+    def _inputs(self, rec: SpanRecord) -> list[Message] | None:
+        """``input_messages(rec)``, parsed once: the responses, the input and the conversation all read it."""
+        if rec.span_id not in self._input_memo:
+            self._input_memo[rec.span_id] = input_messages(rec)
+        return self._input_memo[rec.span_id]
 
     def _spans(self, *kinds: type) -> list[SpanRecord]:
         """The spans of these roles, in tree order."""
@@ -124,7 +136,7 @@ class _Assembly:
         """Tool results the models were sent, by call id (for calls with no tool span)."""
         out: dict[str, Any] = {}
         for rec in self._spans(ModelRole):
-            for message in input_messages(rec) or ():
+            for message in self._inputs(rec) or ():
                 for call_id, result in message.responses:
                     if call_id:
                         out.setdefault(call_id, result)
@@ -136,18 +148,22 @@ class _Assembly:
             return None
         return self._agent_name(min(named, key=lambda r: (self.tree.depth[r.span_id], r.start_ns, r.span_id)))
 
-    def _input(self) -> str | tuple[str, ...]:
-        """User-role text of the outermost agent span that recorded input messages, else of the first model call."""
+    def _input(self, conversation: tuple[StepMessage, ...] = ()) -> str | tuple[str, ...]:
+        """User-role text of the outermost agent span that recorded input messages, else of the first model
+        call; the conversation's user messages instead when it holds more (later turns of a multi-turn run)."""
+        said = tuple(m.text for m in conversation if m.role == USER)
         agents = sorted(self._spans(AgentRole), key=lambda r: (self.tree.depth[r.span_id], r.start_ns, r.span_id))
         for rec in agents + self._spans(ModelRole):
-            texts = user_texts(input_messages(rec) or [])
+            texts = user_texts(self._inputs(rec) or [])
+            if len(said) > len(texts) > 0:
+                return said
             if texts:
                 return texts[0] if len(texts) == 1 else texts
-        return ""
+        return said[0] if len(said) == 1 else said if said else ""
 
     def _messages_captured(self) -> bool:
         return any(
-            _has_text(input_messages(r)) or _has_text(output_messages(r))
+            _has_text(self._inputs(r)) or _has_text(output_messages(r))
             for r in self._spans(ModelRole, AgentRole)
         )
 

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 
 from luckrate.adapters.otlp.join import Call
 from luckrate.adapters.otlp.messages import Message as ModelMessage
-from luckrate.adapters.otlp.conventions import input_messages
 from luckrate.adapters.otlp.payloads import captured
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.core.step import AGENT, USER, Message
@@ -48,18 +47,17 @@ def model_turns(calls: Sequence[Call], models: Sequence[SpanRecord]) -> tuple[in
 
 
 def conversation(
-    models: Sequence[tuple[SpanRecord, list[ModelMessage] | None]],
+    models: Sequence[tuple[SpanRecord, list[ModelMessage] | None, list[ModelMessage] | None]],
     starts: Sequence[int],
     others: Sequence[SpanRecord],
 ) -> tuple[Message, ...]:
     """The user's and the agent's messages placed among steps starting at ``starts`` (ascending).
 
-    ``models`` pairs each model span with its output messages; ``others`` are the remaining spans,
-    read for ``gen_ai.user.message`` events only when no model recorded its input."""
+    ``models`` holds each model span with its input and output messages (None: not recorded); ``others``
+    are the remaining spans, read for ``gen_ai.user.message`` events only when no model recorded its input."""
     said: list[Spoken] = []
     out: list[Message] = []
-    for rec, outputs in sorted(models, key=lambda m: (m[0].start_ns, m[0].end_ns, m[0].span_id)):
-        inputs = input_messages(rec)
+    for rec, inputs, outputs in sorted(models, key=lambda m: (m[0].start_ns, m[0].end_ns, m[0].span_id)):
         if inputs is None:
             continue
         history = _spoken(inputs)

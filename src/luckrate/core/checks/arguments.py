@@ -6,7 +6,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from luckrate.core.provenance import Argument
-from luckrate.core.spec import ArgRule, Spec, value_key
+from luckrate.core.policy import ArgRule, value_key
+from luckrate.core.spec import Spec
 from luckrate.core.step import Trajectory
 from luckrate.core.violation import Violation
 

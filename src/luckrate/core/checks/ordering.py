@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from luckrate.core.spec import Order, Spec, value_key
+from luckrate.core.policy import Order, value_key
+from luckrate.core.spec import Spec
 from luckrate.core.step import Step, Trajectory
 from luckrate.core.violation import Violation
 
