@@ -271,8 +271,8 @@ def rows(r: dict, s: Settings) -> list[Row]:
     w2 = [x["graded_per_s"] for x in r["serve_w2"]]
     out.append(Row("serve --workers 2 (unpinned), gRPC: spans/s graded", w2, "spans/s", med(w2) / one,
                    "serve gRPC (1 worker)", "≥ 1.7x", med(w2) / one >= 1.7))
-    out.append(Row("serve --workers 2 (unpinned), gRPC: verdict delay p99, saturated", [x["p99"] for x in r["serve_w2"]],
-                   "s"))
+    out.append(Row("serve --workers 2 (unpinned), gRPC: verdict delay p99, saturated",
+                   [x["p99"] for x in r["serve_w2"]], "s"))
     w2_paced = r["serve_w2_paced"]
     out.append(Row(f"serve --workers 2 at {s.paced_rate:,.0f} spans/s offered: verdict delay p99",
                    [x["p99"] for x in w2_paced], "s", target=f"≤ root_grace + 0.3 = {s.root_grace + 0.3:.1f}",

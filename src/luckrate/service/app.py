@@ -17,7 +17,15 @@ from dataclasses import dataclass
 
 from luckrate.core.spec import InvalidSpec, load_specs
 from luckrate.service.assembler import Assembler, AssemblerLoop, Limits, SpanBudget
-from luckrate.service.config import KEYS, InvalidConfig, ServiceConfig, build_config, finalize, load_config, worker_count
+from luckrate.service.config import (
+    KEYS,
+    InvalidConfig,
+    ServiceConfig,
+    build_config,
+    finalize,
+    load_config,
+    worker_count,
+)
 from luckrate.service.intake import Intake
 from luckrate.service.prometheus import MetricsServer, PrometheusReader
 from luckrate.service.receiver_grpc import GrpcReceiver
