@@ -45,6 +45,16 @@ def test_auto_is_the_cores_this_process_may_use():
     assert worker_count(ServiceConfig(workers=3)) == 3
 
 
+@pytest.mark.parametrize("cpu_max, cap", [("200000 100000\n", 2), ("150000 100000\n", 2), ("50000 100000\n", 1),
+                                          ("max 100000\n", None), (None, None)])
+def test_auto_is_capped_by_a_cgroup_cpu_quota(tmp_path, cpu_max, cap):
+    path = tmp_path / "cpu.max"
+    if cpu_max is not None:
+        path.write_text(cpu_max)
+    cores = len(os.sched_getaffinity(0))
+    assert worker_count(ServiceConfig(), cpu_max=path) == (min(cores, cap) if cap else cores)
+
+
 def worker_pids(server: Server) -> set[int]:
     """The server's grading processes: its children started by multiprocessing's spawn."""
     pids = set()
