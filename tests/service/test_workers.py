@@ -316,3 +316,41 @@ def test_pool_lifecycle_in_process_start_consume_kill_stop():
     finally:
         assert svc.stop(20)
     assert svc.budget.used == 0 and svc.grading.active == 0
+
+
+def test_a_stalled_worker_bounds_the_bytes_queued_for_it():
+    """A worker that stops reading (SIGSTOP here; a slow one in life) gets requests queued whole. Past
+    4 x max_request_bytes queued for it, requests are throttled as a full buffer would be, though the
+    span budget has room; once it reads again, they are accepted."""
+    from dataclasses import replace
+
+    from luckrate.core.spec import load_specs
+    from luckrate.service.app import build
+    from tests.service.harness import SPEC, parse_metrics
+    from tests.service.test_receivers import config
+
+    svc = build(replace(config(workers=2), max_request_bytes=64 * 1024, root_grace=0.2), load_specs(SPEC))
+    svc.start()
+    rng = random.Random(3)
+    url = f"http://127.0.0.1:{svc.receivers[1].port}/v1/traces"
+    body = lambda: fresh_request(rng, traces=4).SerializeToString()  # noqa: E731
+    wait_until(lambda: len(svc.grading.pids) == 2, "2 workers")
+    stalled = svc.grading.pids[0]
+    os.kill(stalled, signal.SIGSTOP)
+    try:
+        statuses = []
+        for _ in range(400):  # bounded: the pipe (1 MiB) plus 256 KiB is about 80 of these requests
+            statuses.append(post(url, body(), PROTO)[0])
+            if statuses[-1] == 429:
+                break
+        assert statuses[-1] == 429 and set(statuses[:-1]) == {200}
+        assert svc.grading.backlog > 4 * 64 * 1024
+        assert svc.budget.used < svc.budget.limit
+        s = parse_metrics(svc.metrics.reader.render())
+        assert total(s, "luckrate_requests_refused_total", transport="http", reason="buffer_full") == 1
+    finally:
+        os.kill(stalled, signal.SIGCONT)
+    wait_until(lambda: svc.grading.backlog == 0, "the stalled worker to read its backlog")
+    assert post(url, body(), PROTO)[0] == 200
+    assert svc.stop(30)
+    assert svc.budget.used == 0

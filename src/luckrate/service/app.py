@@ -33,7 +33,7 @@ from luckrate.service.receiver_http import HttpReceiver
 from luckrate.service.security import grpc_credentials, http_context
 from luckrate.service.telemetry import Labels, Telemetry
 from luckrate.service.worker import VerdictLog, Worker
-from luckrate.service.workers import WorkerPool
+from luckrate.service.workers import PoolBudget, WorkerPool
 
 log = logging.getLogger("luckrate.service")
 
@@ -156,12 +156,13 @@ def build(cfg: ServiceConfig, specs) -> Service:
     if cfg.otlp_metrics:
         readers.append(_otlp_reader(cfg))
     telemetry = Telemetry(readers, Labels(specs, cfg.max_agents))
-    budget = SpanBudget(cfg.max_buffered_spans)
     if (n := worker_count(cfg)) > 1:
-        grading = WorkerPool(cfg, n, telemetry, budget)
+        budget = PoolBudget(cfg.max_buffered_spans, max_backlog=4 * cfg.max_request_bytes)
+        grading = budget.pool = WorkerPool(cfg, n, telemetry, budget)
         intake = Intake(grading.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute,
                         judge=grading.judge, prepare=grading.prepare)
     else:
+        budget = SpanBudget(cfg.max_buffered_spans)
         rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation,
                           threshold=cfg.output_threshold)
         worker = Worker(specs, lambda spans: trajectory_from_spans(spans, rule), telemetry, release=budget.release,
