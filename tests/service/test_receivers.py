@@ -32,9 +32,11 @@ def spans():
 
 
 def config(**over) -> ServiceConfig:
+    # One process: these tests are about what the receivers answer; grading processes (the default on a
+    # multi-core machine) are exercised by every test that starts `luckrate serve`, and by test_workers.py.
     loop = Endpoint("127.0.0.1", 0)
     return replace(ServiceConfig(spec=str(SPEC), grpc=loop, http=loop, prometheus=loop, root_grace=0.05,
-                                 max_request_bytes=LIMIT), **over)
+                                 max_request_bytes=LIMIT, workers=1), **over)
 
 
 @pytest.fixture

@@ -45,6 +45,16 @@ def test_auto_is_the_cores_this_process_may_use():
     assert worker_count(ServiceConfig(workers=3)) == 3
 
 
+@pytest.mark.parametrize("cpu_max, cap", [("200000 100000\n", 2), ("150000 100000\n", 2), ("50000 100000\n", 1),
+                                          ("max 100000\n", None), (None, None)])
+def test_auto_is_capped_by_a_cgroup_cpu_quota(tmp_path, cpu_max, cap):
+    path = tmp_path / "cpu.max"
+    if cpu_max is not None:
+        path.write_text(cpu_max)
+    cores = len(os.sched_getaffinity(0))
+    assert worker_count(ServiceConfig(), cpu_max=path) == (min(cores, cap) if cap else cores)
+
+
 def worker_pids(server: Server) -> set[int]:
     """The server's grading processes: its children started by multiprocessing's spawn."""
     pids = set()
@@ -261,3 +271,86 @@ def test_the_pool_judges_spans_as_the_intake_does_and_shares_them_out():
     tids = [s.trace_id for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans if any(s.trace_id)]
     assert shares == [sum(route(t, 3) == i for t in tids) - (i == route(bad[1].trace_id, 3))
                       - (i == route(bad[2].trace_id, 3)) for i in range(3)]
+
+
+def test_pool_lifecycle_in_process_start_consume_kill_stop():
+    """The service built in this process with two grading processes: stop without start is safe; spans
+    sent are graded; a killed worker's spans come back to the budget and are counted as lost; stop drains
+    the rest and leaves nothing reserved."""
+    from dataclasses import replace
+
+    from luckrate.core.spec import load_specs
+    from luckrate.service.app import build
+    from tests.service.harness import SPEC, parse_metrics
+    from tests.service.test_receivers import config
+
+    assert build(config(workers=2), load_specs(SPEC)).stop(5)  # never started
+    cfg = replace(config(workers=2), idle_timeout=300.0, root_grace=0.2, max_request_bytes=2**24)
+    svc = build(cfg, load_specs(SPEC))
+    svc.start()
+    try:
+        url = f"http://127.0.0.1:{svc.receivers[1].port}/v1/traces"
+        rng = random.Random(11)
+
+        def send(traces: int) -> int:
+            req = fresh_request(rng, traces=traces)
+            held = [raw_span(rng.randbytes(16), rng.randbytes(8), parent=rng.randbytes(8)) for _ in range(40)]
+            req.resource_spans.extend(request_with(held).resource_spans)
+            assert post(url, req.SerializeToString(), PROTO)[0] == 200
+            return traces
+
+        def scrape() -> dict:
+            return parse_metrics(svc.metrics.reader.render())
+
+        graded = send(12)
+        wait_until(lambda: total(scrape(), "luckrate_runs_total") == graded, "the complete traces to be graded")
+        assert svc.budget.used == 40  # the root-less spans, held by the workers
+        victim = svc.grading.pids[0]
+        os.kill(victim, signal.SIGKILL)
+        lost = wait_until(lambda: total(scrape(), "luckrate_spans_lost_total", reason="worker_died"),
+                          "the dead worker's spans to be counted")
+        assert 0 < lost < 40 and svc.budget.used == 40 - lost
+        wait_until(lambda: len(svc.grading.pids) == 2 and victim not in svc.grading.pids, "a new worker")
+        graded += send(5)
+        wait_until(lambda: total(scrape(), "luckrate_runs_total") == graded, "traces graded after the restart")
+    finally:
+        assert svc.stop(20)
+    assert svc.budget.used == 0 and svc.grading.active == 0
+
+
+def test_a_stalled_worker_bounds_the_bytes_queued_for_it():
+    """A worker that stops reading (SIGSTOP here; a slow one in life) gets requests queued whole. Past
+    4 x max_request_bytes queued for it, requests are throttled as a full buffer would be, though the
+    span budget has room; once it reads again, they are accepted."""
+    from dataclasses import replace
+
+    from luckrate.core.spec import load_specs
+    from luckrate.service.app import build
+    from tests.service.harness import SPEC, parse_metrics
+    from tests.service.test_receivers import config
+
+    svc = build(replace(config(workers=2), max_request_bytes=64 * 1024, root_grace=0.2), load_specs(SPEC))
+    svc.start()
+    rng = random.Random(3)
+    url = f"http://127.0.0.1:{svc.receivers[1].port}/v1/traces"
+    body = lambda: fresh_request(rng, traces=4).SerializeToString()  # noqa: E731
+    wait_until(lambda: len(svc.grading.pids) == 2, "2 workers")
+    stalled = svc.grading.pids[0]
+    os.kill(stalled, signal.SIGSTOP)
+    try:
+        statuses = []
+        for _ in range(400):  # bounded: the pipe (1 MiB) plus 256 KiB is about 80 of these requests
+            statuses.append(post(url, body(), PROTO)[0])
+            if statuses[-1] == 429:
+                break
+        assert statuses[-1] == 429 and set(statuses[:-1]) == {200}
+        assert svc.grading.backlog > 4 * 64 * 1024
+        assert svc.budget.used < svc.budget.limit
+        s = parse_metrics(svc.metrics.reader.render())
+        assert total(s, "luckrate_requests_refused_total", transport="http", reason="buffer_full") == 1
+    finally:
+        os.kill(stalled, signal.SIGCONT)
+    wait_until(lambda: svc.grading.backlog == 0, "the stalled worker to read its backlog")
+    assert post(url, body(), PROTO)[0] == 200
+    assert svc.stop(30)
+    assert svc.budget.used == 0

@@ -17,7 +17,15 @@ from dataclasses import dataclass
 
 from luckrate.core.spec import InvalidSpec, load_specs
 from luckrate.service.assembler import Assembler, AssemblerLoop, Limits, SpanBudget
-from luckrate.service.config import KEYS, InvalidConfig, ServiceConfig, build_config, finalize, load_config, worker_count
+from luckrate.service.config import (
+    KEYS,
+    InvalidConfig,
+    ServiceConfig,
+    build_config,
+    finalize,
+    load_config,
+    worker_count,
+)
 from luckrate.service.intake import Intake
 from luckrate.service.prometheus import MetricsServer, PrometheusReader
 from luckrate.service.receiver_grpc import GrpcReceiver
@@ -26,7 +34,7 @@ from luckrate.service.security import grpc_credentials, http_context
 from luckrate.service.telemetry import Labels, Telemetry
 from luckrate.service.verdict_events import VerdictEvents, check_verdict_events, verdict_events
 from luckrate.service.worker import VerdictLog, Worker
-from luckrate.service.workers import WorkerPool
+from luckrate.service.workers import PoolBudget, WorkerPool
 
 log = logging.getLogger("luckrate.service")
 
@@ -155,14 +163,15 @@ def build(cfg: ServiceConfig, specs) -> Service:
     if cfg.otlp_metrics:
         readers.append(_otlp_reader(cfg))
     telemetry = Telemetry(readers, Labels(specs, cfg.max_agents))
-    budget = SpanBudget(cfg.max_buffered_spans)
     events = None
     if (n := worker_count(cfg)) > 1:
         check_verdict_events(cfg)  # each grading process exports its own log events; fail here, not there
-        grading = WorkerPool(cfg, n, telemetry, budget)
+        budget = PoolBudget(cfg.max_buffered_spans, max_backlog=4 * cfg.max_request_bytes)
+        grading = budget.pool = WorkerPool(cfg, n, telemetry, budget)
         intake = Intake(grading.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute,
                         judge=grading.judge, prepare=grading.prepare)
     else:
+        budget = SpanBudget(cfg.max_buffered_spans)
         rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation,
                           threshold=cfg.output_threshold)
         events = verdict_events(cfg, telemetry.add) if cfg.otlp_logs else None

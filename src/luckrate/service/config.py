@@ -8,6 +8,7 @@ OTel SDK, which logs and falls back to a default).
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import tomllib
 from dataclasses import dataclass, fields, replace
@@ -185,11 +186,22 @@ def _workers(value: Any) -> int | str:
     return count
 
 
-def worker_count(cfg: ServiceConfig) -> int:
-    """``cfg.workers`` resolved: ``auto`` is the number of cores this process may run on."""
-    if cfg.workers == "auto":
-        return max(1, len(os.sched_getaffinity(0)))
-    return int(cfg.workers)
+CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+"""cgroup v2 CPU quota (``QUOTA PERIOD`` or ``max PERIOD``): a container's CPU limit."""
+
+
+def worker_count(cfg: ServiceConfig, cpu_max: Path = CPU_MAX) -> int:
+    """``cfg.workers`` resolved: ``auto`` is the number of cores this process may run on
+    (``os.sched_getaffinity``), capped by a cgroup CPU quota when there is one: a container limited to 2
+    CPUs on a 64-core node gets 2 workers, not 64 processes throttled to a thirty-second of a core each."""
+    if cfg.workers != "auto":
+        return int(cfg.workers)
+    cores = max(1, len(os.sched_getaffinity(0)))
+    try:
+        quota, period = cpu_max.read_text().split()[:2]
+        return max(1, min(cores, math.ceil(int(quota) / int(period))))
+    except (OSError, ValueError, ZeroDivisionError):  # no cgroup v2 file, or "max": no quota
+        return cores
 
 
 def _suggest(key: str) -> str:

@@ -221,13 +221,15 @@ def _next(inbox, timeout: float) -> Any:
 _STOP_SENDING = object()
 
 
-def _send_all(messages: queue.SimpleQueue, conn) -> None:
-    """One worker's sender thread: receivers never wait on a busy worker (the budget bounds the queue)."""
+def _send_all(slot: "_Slot", messages: queue.SimpleQueue, conn) -> None:
+    """One worker's sender thread: receivers never wait on a busy worker (the span budget and
+    ``PoolBudget``'s byte bound keep the queue bounded)."""
     try:
         while (message := messages.get()) is not _STOP_SENDING:
             conn.send(message)
             if message is None:
                 break
+            slot.sent_bytes(messages, len(message[1]))
     except OSError:
         pass  # the worker died; its reader counts what it held
     finally:
@@ -265,10 +267,35 @@ class _Slot:
     done: bool = False
     """It drained and sent its last report."""
 
+    backlog: int = 0
+    """Bytes queued for it and not yet written to its pipe."""
+
     def send(self, message: tuple[float, bytes], spans: int) -> None:
         with self.lock:  # one cut with a death: a batch counts against exactly one worker process
             self.sent += spans
+            self.backlog += len(message[1])
             self.queue.put(message)
+
+    def sent_bytes(self, messages: queue.SimpleQueue, n: int) -> None:
+        with self.lock:
+            if messages is self.queue:  # not a dead worker's queue (its backlog was dropped with it)
+                self.backlog -= n
+
+
+class PoolBudget(SpanBudget):
+    """The span budget, refusing also while a worker has more than ``max_backlog`` bytes queued. Spans
+    bound what workers hold; bytes bound what waits for them: a request is queued whole, and one with a
+    single usable span among megabytes of rejected ones would otherwise cost its size for one span."""
+
+    def __init__(self, limit: int, max_backlog: int):
+        super().__init__(limit)
+        self.max_backlog = max_backlog
+        self.pool: WorkerPool | None = None
+
+    def try_acquire(self, n: int) -> bool:
+        if self.pool is not None and self.pool.backlog > self.max_backlog:
+            return False
+        return super().try_acquire(n)
 
 
 class WorkerPool:
@@ -291,6 +318,11 @@ class WorkerPool:
     def active(self) -> int:
         """Traces buffered across workers (as of their last reports)."""
         return sum(s.active for s in self._slots)
+
+    @property
+    def backlog(self) -> int:
+        """The most bytes queued for one worker."""
+        return max(s.backlog for s in self._slots)
 
     @property
     def pids(self) -> list[int]:
@@ -366,7 +398,7 @@ class WorkerPool:
         with slot.lock:
             slot.queue = messages  # already in place after a death (_died swaps it under the lock)
         slot.process, slot.outbox, slot.started = process, outbox_r, time.monotonic()
-        threading.Thread(target=_send_all, args=(messages, inbox_w), name=f"luckrate-send-{slot.index}",
+        threading.Thread(target=_send_all, args=(slot, messages, inbox_w), name=f"luckrate-send-{slot.index}",
                          daemon=True).start()
 
     def _read(self, slot: _Slot) -> None:
@@ -412,7 +444,7 @@ class WorkerPool:
         replacement: queue.SimpleQueue = queue.SimpleQueue()
         with slot.lock:
             lost, active = slot.sent - slot.settled, slot.active
-            slot.sent = slot.settled = slot.active = 0
+            slot.sent = slot.settled = slot.active = slot.backlog = 0
             old, slot.queue = slot.queue, replacement
         old.put(_STOP_SENDING)
         self._budget.release(lost)
