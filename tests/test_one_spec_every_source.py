@@ -23,7 +23,7 @@ from luckrate.adapters.otlp import read_otlp
 from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
 from luckrate.core.step import Trajectory
-from tests.frameworks import langgraph_agent, openai_agents, pydantic_ai_agent
+from tests.frameworks import langgraph_agent, openai_agents, pydantic_ai_agent, smolagents_agent
 from tests.scenarios import SCENARIOS, Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,10 +64,26 @@ def n8n_capture(s: Scenario) -> Trajectory:
 
 def pydantic_ai_live(version: int) -> Callable[..., Trajectory]:
     def run(s: Scenario, content: bool = True) -> Trajectory:
-        return _one(read_otlp(pydantic_ai_agent.spans_for(s, version=version, capture=content), s.name))
+        return _live(("pydantic-ai", version, s.name, content), lambda: pydantic_ai_agent.spans_for(
+            s, version=version, capture=content))
 
     run.__name__ = f"pydantic_ai_v{version}"
     return run
+
+
+def smolagents_live(s: Scenario, content: bool = True) -> Trajectory:
+    return _live(("smolagents", s.name, content), lambda: smolagents_agent.spans_for(s, capture=content))
+
+
+_LIVE: dict[tuple, Trajectory] = {}
+
+
+def _live(key: tuple, run: Callable[[], bytes]) -> Trajectory:
+    """Each live run once per session, however many tests read it (``key`` names it; ``run`` is
+    called only the first time)."""
+    if key not in _LIVE:
+        _LIVE[key] = _one(read_otlp(run(), str(key)))
+    return _LIVE[key]
 
 
 def otlp_file(framework: str, name: str, mode: str | None = None, content: bool = True) -> Path:
@@ -94,7 +110,7 @@ OTLP_SOURCES = {
     "langchainjs+openinference": otlp_capture("langchainjs"),
     **{f"google-adk-{m}": otlp_capture("google-adk", m) for m in ("v1", "v2", "v2-experimental")},
     "llama-index+openinference": otlp_capture("llama-index"),
-    "smolagents+openinference": otlp_capture("smolagents"),
+    "smolagents+openinference": smolagents_live,
     **{f"strands-{m}": otlp_capture("strands", m) for m in ("default", "latest")},
 }
 """OTLP sources that record the agent, the user input and call ids, run live or read from committed
@@ -179,7 +195,7 @@ HANDOFFS: dict[str, Callable[[Scenario], Trajectory]] = {
     "pydantic-ai-v1": handoff_capture("pydantic-ai", "v1"),
     **{f"google-adk-{m}": handoff_capture("google-adk", m) for m in ("v1", "v2", "v2-experimental")},
     "llama-index+openinference": handoff_capture("llama-index"),
-    "smolagents+openinference": handoff_capture("smolagents"),
+    "smolagents+openinference": lambda s: _one(read_otlp(smolagents_agent.spans_for(s, multi_agent=True), s.name)),
     "autogen-core": handoff_capture("autogen"),
     **{f"strands-{m}": handoff_capture("strands", m) for m in ("default", "latest")},
 }
