@@ -197,6 +197,7 @@ HANDOFFS: dict[str, Callable[[Scenario], Trajectory]] = {
     "llama-index+openinference": handoff_capture("llama-index"),
     "smolagents+openinference": lambda s: _one(read_otlp(smolagents_agent.spans_for(s, multi_agent=True), s.name)),
     "autogen-core": handoff_capture("autogen"),
+    "vercel-ai-sdk": handoff_capture("vercel-ai"),
     **{f"strands-{m}": handoff_capture("strands", m) for m in ("default", "latest")},
 }
 """Multi-agent runs: a triage agent hands the ``forbidden`` scenario to the support agent (a handoff
@@ -204,7 +205,7 @@ in the Agents SDK, agent delegation through a tool in pydantic-ai, ``sub_agents`
 ``AgentWorkflow`` with ``can_handoff_to`` in LlamaIndex, a managed agent in smolagents). Each records
 it as a tool call (``transfer_to_support_agent``; ADK's ``transfer_to_agent(agent_name=...)``,
 LlamaIndex's ``handoff``, smolagents' call of the managed agent by its name; Strands' agents-as-tools
-pattern with a ``transfer_to_support_agent`` tool),
+pattern with a ``transfer_to_support_agent`` tool, and likewise in the Vercel AI SDK),
 a tool outside the spec's vocabulary: warnings about it (``unknown_tool``, and ``ungrounded`` for ADK's
 agent name argument) are the only difference from the single-agent verdict."""
 
@@ -224,3 +225,16 @@ def test_multi_agent_handoff_same_verdict(source):
     assert {p for p in found if p[1] != handoff} == scenario.expected
     assert ("unknown_tool", handoff) in found
     assert all(v.severity.value == "warn" for v in g.violations if v.tool == handoff)
+
+
+def test_langchainjs_agent_as_tool_handoff_same_verdict_agents_not_told_apart():
+    # LangGraph.js under OpenInference: the support graph runs inside the triage graph's tool. Its
+    # spans inherit the tool node's LangGraph metadata (langgraph_node "tools"), so nothing tells the
+    # nested graph from a node: its steps are the enclosing agent's (docs/instrumentations.md).
+    scenario = next(s for s in SCENARIOS if s.name == "forbidden")
+    traj = handoff_capture("langchainjs")(scenario)
+    assert [(s.tool, s.agent) for s in traj.steps] == [
+        ("transfer_to_support_agent", "triage_agent"), ("lookup_order", "triage_agent"),
+        ("delete_account", "triage_agent")]
+    found = {(v.check, v.tool) for v in grade(traj, SPEC).violations}
+    assert found == scenario.expected | {("unknown_tool", "transfer_to_support_agent")}
