@@ -28,7 +28,7 @@ from luckrate.adapters.otlp import read_otlp
 from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
 from luckrate.core.step import Trajectory
-from tests.frameworks import langgraph_agent, openai_agents, pydantic_ai_agent
+from tests.frameworks import langgraph_agent, openai_agents, pydantic_ai_agent, smolagents_agent
 from tests.scenarios import POLICY_SCENARIOS, SCENARIOS, Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,10 +76,31 @@ def n8n_capture(s: Scenario) -> Trajectory:
 
 def pydantic_ai_live(version: int) -> Callable[..., Trajectory]:
     def run(s: Scenario, content: bool = True) -> Trajectory:
-        return _one(read_otlp(pydantic_ai_agent.spans_for(s, version=version, capture=content), s.name))
+        return _live(("pydantic-ai", version, s.name, content), lambda: pydantic_ai_agent.spans_for(
+            s, version=version, capture=content))
 
     run.__name__ = f"pydantic_ai_v{version}"
     return run
+
+
+def smolagents_live(s: Scenario, content: bool = True) -> Trajectory:
+    if s in POLICY_SCENARIOS:
+        # A smolagents run takes one task; a reply continues as a "New task" whose history holds the agent's
+        # question as a final_answer tool call and its response, not as an agent message: the policy
+        # scenarios' second user turn is not carried yet (open: turns.py).
+        pytest.skip("smolagents: the policy scenarios' second user turn is not carried yet")
+    return _live(("smolagents", s.name, content), lambda: smolagents_agent.spans_for(s, capture=content))
+
+
+_LIVE: dict[tuple, Trajectory] = {}
+
+
+def _live(key: tuple, run: Callable[[], bytes]) -> Trajectory:
+    """Each live run once per session, however many tests read it (``key`` names it; ``run`` is
+    called only the first time)."""
+    if key not in _LIVE:
+        _LIVE[key] = _one(read_otlp(run(), str(key)))
+    return _LIVE[key]
 
 
 def otlp_file(framework: str, name: str, mode: str | None = None, content: bool = True) -> Path:
@@ -108,7 +129,7 @@ OTLP_SOURCES = {
     "langchainjs+openinference": otlp_capture("langchainjs"),
     **{f"google-adk-{m}": otlp_capture("google-adk", m) for m in ("v1", "v2", "v2-experimental")},
     "llama-index+openinference": otlp_capture("llama-index"),
-    "smolagents+openinference": otlp_capture("smolagents"),
+    "smolagents+openinference": smolagents_live,
     **{f"strands-{m}": otlp_capture("strands", m) for m in ("default", "latest")},
 }
 """OTLP sources that record the agent, the user input and call ids, run live or read from committed
@@ -214,8 +235,9 @@ HANDOFFS: dict[str, Callable[[Scenario], Trajectory]] = {
     "pydantic-ai-v1": handoff_capture("pydantic-ai", "v1"),
     **{f"google-adk-{m}": handoff_capture("google-adk", m) for m in ("v1", "v2", "v2-experimental")},
     "llama-index+openinference": handoff_capture("llama-index"),
-    "smolagents+openinference": handoff_capture("smolagents"),
+    "smolagents+openinference": lambda s: _one(read_otlp(smolagents_agent.spans_for(s, multi_agent=True), s.name)),
     "autogen-core": handoff_capture("autogen"),
+    "vercel-ai-sdk": handoff_capture("vercel-ai"),
     **{f"strands-{m}": handoff_capture("strands", m) for m in ("default", "latest")},
 }
 """Multi-agent runs: a triage agent hands the ``forbidden`` scenario to the support agent (a handoff
@@ -223,7 +245,7 @@ in the Agents SDK, agent delegation through a tool in pydantic-ai, ``sub_agents`
 ``AgentWorkflow`` with ``can_handoff_to`` in LlamaIndex, a managed agent in smolagents). Each records
 it as a tool call (``transfer_to_support_agent``; ADK's ``transfer_to_agent(agent_name=...)``,
 LlamaIndex's ``handoff``, smolagents' call of the managed agent by its name; Strands' agents-as-tools
-pattern with a ``transfer_to_support_agent`` tool),
+pattern with a ``transfer_to_support_agent`` tool, and likewise in the Vercel AI SDK),
 a tool outside the spec's vocabulary: warnings about it (``unknown_tool``, and ``ungrounded`` for ADK's
 agent name argument) are the only difference from the single-agent verdict."""
 
@@ -243,3 +265,16 @@ def test_multi_agent_handoff_same_verdict(source):
     assert {p for p in found if p[1] != handoff} == scenario.expected
     assert ("unknown_tool", handoff) in found
     assert all(v.severity.value == "warn" for v in g.violations if v.tool == handoff)
+
+
+def test_langchainjs_agent_as_tool_handoff_same_verdict_agents_not_told_apart():
+    # LangGraph.js under OpenInference: the support graph runs inside the triage graph's tool. Its
+    # spans inherit the tool node's LangGraph metadata (langgraph_node "tools"), so nothing tells the
+    # nested graph from a node: its steps are the enclosing agent's (docs/instrumentations.md).
+    scenario = next(s for s in SCENARIOS if s.name == "forbidden")
+    traj = handoff_capture("langchainjs")(scenario)
+    assert [(s.tool, s.agent) for s in traj.steps] == [
+        ("transfer_to_support_agent", "triage_agent"), ("lookup_order", "triage_agent"),
+        ("delete_account", "triage_agent")]
+    found = {(v.check, v.tool) for v in grade(traj, SPEC).violations}
+    assert found == scenario.expected | {("unknown_tool", "transfer_to_support_agent")}

@@ -371,6 +371,8 @@ BAD = [
      f"trace {TRACE.hex()}: span 0000000000000002 belongs to another trace ({OTHER.hex()})"),
     ("tool without a name", [agent(1, None, "a"), span(2, 1, "execute_tool", 5, gen_ai__operation__name="execute_tool")],
      f"trace {TRACE.hex()}: span 0000000000000002: tool span names no tool"),
+    ("Vercel AI SDK tool call without a name", [agent(1, None, "a"), span(2, 1, "ai.toolCall", 5, ai__operationId="ai.toolCall")],
+     f"trace {TRACE.hex()}: span 0000000000000002: tool span names no tool"),
     ("unmarked tool-named span without a tool", [agent(1, None, "a"), span(2, 1, "ai.toolCall", 5)],
      f"trace {TRACE.hex()}: span 0000000000000002: tool span names no tool"),
     ("parent cycle", [span(1, 2, "x", 0, gen_ai__operation__name="invoke_agent"), span(2, 1, "y", 1)],

@@ -70,8 +70,7 @@ function tools(s) {
   }, { name, description: name.replaceAll('_', ' '), schema: z.object(schema) }));
 }
 
-function agent(s) {
-  const ts = tools(s);
+function agent(s, name = 'support_agent', ts = tools(s)) {
   const model = new ScriptedChatModel(s).bindTools(ts);
   return new StateGraph(MessagesAnnotation)
     .addNode('agent', async (state) => ({ messages: [await model.invoke(state.messages)] }))
@@ -79,7 +78,18 @@ function agent(s) {
     .addEdge(START, 'agent')
     .addConditionalEdges('agent', toolsCondition)
     .addEdge('tools', 'agent')
-    .compile({ name: 'support_agent' });
+    .compile({ name });
+}
+
+// Multi-agent: the triage graph's tool runs the support graph (agents as tools).
+function triage(s) {
+  const support = agent(s);
+  const transfer = tool(async ({ request }) => {
+    const out = await support.invoke({ messages: [new HumanMessage(request)] });
+    return out.messages.at(-1).content;
+  }, { name: 'transfer_to_support_agent', description: 'Hand the request to the support agent.', schema: z.object({ request: z.string() }) });
+  const script = { ...s, turns: [[{ tool: 'transfer_to_support_agent', args: { request: s.user } }]] };
+  return agent(script, 'triage_agent', [transfer]);
 }
 
 const exporter = new InMemorySpanExporter();
@@ -92,15 +102,17 @@ new LangChainInstrumentation({
 }).manuallyInstrument(CallbackManagerModule);
 const tracer = provider.getTracer('luckrate.capture');
 
-for (const s of scenarios()) {
+const runs = scenarios().map((s) => [s, s.name, agent]);
+if (CONTENT) runs.push([scenarios().find((s) => s.name === 'forbidden'), 'handoff', triage]);
+for (const [s, name, build] of runs) {
   exporter.reset();
   await tracer.startActiveSpan(`eval ${s.name}`, { attributes: { 'luckrate.output_ok': true } }, async (root) => {
-    await agent(s).invoke({ messages: [new HumanMessage(s.user)] });
+    await build(s).invoke({ messages: [new HumanMessage(s.user)] });
     root.end();
   });
   await provider.forceFlush();
   const spans = exporter.getFinishedSpans();
-  const stem = join(HERE, `${s.name}${CONTENT ? '' : '.nocontent'}.langchainjs`);
+  const stem = join(HERE, `${name}${CONTENT ? '' : '.nocontent'}.langchainjs`);
   writeFileSync(`${stem}.otlp`, ProtobufTraceSerializer.serializeRequest(spans));
   if (CONTENT) writeFileSync(`${stem}.otlp.json`, Buffer.from(JsonTraceSerializer.serializeRequest(spans)));
   console.log(`${stem}.otlp: ${spans.length} spans`);

@@ -72,21 +72,46 @@ function tools(s) {
   })]));
 }
 
-async function run(s, capture) {
+function support(s, capture, tracer, prompt) {
+  return generateText({
+    model: scriptedModel(s),
+    system: 'You help customers with orders.',
+    prompt,
+    tools: tools(s),
+    stopWhen: stepCountIs(s.turns.length + 1),
+    experimental_telemetry: {
+      isEnabled: true, functionId: 'support_agent', recordInputs: capture, recordOutputs: capture, tracer,
+    },
+  });
+}
+
+// The AI SDK's multi-agent pattern: a sub-agent is a tool whose execute calls generateText again.
+function triage(s, capture, tracer) {
+  const handoff = { tool: 'transfer_to_support_agent', args: { request: s.user } };
+  return generateText({
+    model: scriptedModel({ turns: [[handoff]], answer: s.answer }),
+    system: 'Route the customer to the right agent.',
+    prompt: s.user,
+    tools: {
+      transfer_to_support_agent: tool({
+        description: 'Hand the request to the support agent.',
+        inputSchema: jsonSchema({ type: 'object', properties: { request: {} }, required: ['request'] }),
+        execute: async ({ request }) => (await support(s, capture, tracer, request)).text,
+      }),
+    },
+    stopWhen: stepCountIs(2),
+    experimental_telemetry: {
+      isEnabled: true, functionId: 'triage_agent', recordInputs: capture, recordOutputs: capture, tracer,
+    },
+  });
+}
+
+async function run(s, capture, multiAgent = false) {
   const exporter = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
   const tracer = provider.getTracer('luckrate.capture');
   await tracer.startActiveSpan(`eval ${s.name}`, { attributes: { 'luckrate.output_ok': true } }, async (root) => {
-    await generateText({
-      model: scriptedModel(s),
-      system: 'You help customers with orders.',
-      prompt: s.user,
-      tools: tools(s),
-      stopWhen: stepCountIs(s.turns.length + 1),
-      experimental_telemetry: {
-        isEnabled: true, functionId: 'support_agent', recordInputs: capture, recordOutputs: capture, tracer,
-      },
-    });
+    await (multiAgent ? triage(s, capture, tracer) : support(s, capture, tracer, s.user));
     root.end();
   });
   await provider.forceFlush();
@@ -94,6 +119,10 @@ async function run(s, capture) {
 }
 
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+const forbidden = scenarios().find((s) => s.name === 'forbidden');
+const handoff = await run(forbidden, true, true);
+writeFileSync(join(HERE, 'handoff.vercel-ai.otlp'), ProtobufTraceSerializer.serializeRequest(handoff));
+console.log(`handoff.vercel-ai.otlp: ${handoff.length} spans`);
 for (const s of scenarios()) {
   for (const capture of [true, false]) {
     const spans = await run(s, capture);

@@ -33,20 +33,34 @@ class Convention:
     """Messages kept where the standard readers (messages.py) do not look; None: none of its own."""
     keys: frozenset[str] = frozenset()
     """Attribute keys it reads beyond those spans.py keeps for the first three conventions."""
+    markers: tuple[str, ...] = ()
+    """Attribute keys one of which every span it reads carries: spans with none are not offered to it
+    (so each span costs a few dict probes, not a call per convention). Empty: offered every span."""
+    answer_tool: str | None = None
+    """The tool a framework's agent calls to answer (smolagents' ``final_answer``): its call is the agent
+    speaking, not an action."""
 
 
+_OI = ("openinference.span.kind",)
 CONVENTIONS: tuple[Convention, ...] = (
-    Convention("LlamaIndex", llamaindex.classify),  # before OpenInference: its tool spans' shapes
-    Convention("smolagents", smolagents.classify, smolagents.messages, smolagents.KEYS),  # likewise
-    Convention("OpenInference", openinference.classify, openinference.messages, openinference.KEYS),
-    Convention("pydantic-ai", pydantic_ai.classify, pydantic_ai.messages, pydantic_ai.KEYS),  # before GenAI: v1, v2
-    Convention("Google ADK", google_adk.classify, google_adk.messages, google_adk.KEYS),  # before GenAI: v1 keys
-    Convention("Strands Agents", strands.classify, strands.messages, strands.KEYS),  # before GenAI: events
+    Convention("LlamaIndex", llamaindex.classify, markers=_OI),  # before OpenInference: its tool spans' shapes
+    Convention("smolagents", smolagents.classify, smolagents.messages, smolagents.KEYS, _OI,  # likewise
+               answer_tool=smolagents.ANSWER_TOOL),
+    Convention("OpenInference", openinference.classify, openinference.messages, openinference.KEYS, _OI),
+    Convention("pydantic-ai", pydantic_ai.classify, pydantic_ai.messages, pydantic_ai.KEYS,  # before GenAI: v1, v2
+               tuple(pydantic_ai.KEYS)),
+    Convention("Google ADK", google_adk.classify, google_adk.messages, google_adk.KEYS,  # before GenAI: v1 keys
+               tuple(google_adk.KEYS)),
+    Convention("Strands Agents", strands.classify, strands.messages, strands.KEYS,  # before GenAI: events
+               tuple(strands.KEYS)),
     Convention("GenAI", genai.classify),
     Convention("Traceloop", traceloop.classify),
-    Convention("Vercel AI SDK", vercel_ai.classify, vercel_ai.messages, vercel_ai.KEYS),
+    Convention("Vercel AI SDK", vercel_ai.classify, vercel_ai.messages, vercel_ai.KEYS, ("ai.operationId",)),
 )
-_READERS = tuple(c.messages for c in CONVENTIONS if c.messages is not None)
+ANSWER_TOOLS = frozenset(c.answer_tool for c in CONVENTIONS if c.answer_tool)
+"""Tools whose call is an agent's reply to the user (turns.py reads it as the agent speaking)."""
+_CLASSIFIERS = tuple((c.markers, c.classify) for c in CONVENTIONS)
+_READERS = tuple((c.markers, c.messages) for c in CONVENTIONS if c.messages is not None)
 for _c in CONVENTIONS:
     spans.keep(_c.keys)
 
@@ -54,11 +68,21 @@ for _c in CONVENTIONS:
 def classify(rec: SpanRecord) -> Role | None:
     """What the first convention that recognises the span says it is; else, for a span that only
     looks like a tool call, a tool call read as far as it can be (unmarked.py); else None."""
-    for convention in CONVENTIONS:
-        role = convention.classify(rec)
+    layout = rec.layout
+    for markers, read in _CLASSIFIERS:
+        if markers and not _carries(layout, markers):
+            continue
+        role = read(rec)
         if role is not None:
             return role
     return unmarked.classify(rec)
+
+
+def _carries(layout: dict[str, int], markers: tuple[str, ...]) -> bool:
+    for key in markers:
+        if key in layout:
+            return True
+    return False
 
 
 def input_messages(rec: SpanRecord) -> list[Message] | None:
@@ -73,7 +97,10 @@ def output_messages(rec: SpanRecord) -> list[Message] | None:
 
 
 def _read(rec: SpanRecord, direction: Direction) -> list[Message] | None:
-    for read in _READERS:
+    layout = rec.layout
+    for markers, read in _READERS:
+        if markers and not _carries(layout, markers):
+            continue
         found = read(rec, direction)
         if found is not None:
             return found

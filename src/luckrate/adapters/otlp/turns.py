@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from typing import Any
 
 from luckrate.adapters.otlp.join import Call
 from luckrate.adapters.otlp.messages import Message as ModelMessage
-from luckrate.adapters.otlp.payloads import captured
+from luckrate.adapters.otlp.conventions import ANSWER_TOOLS
+from luckrate.adapters.otlp.payloads import captured, parse_args
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.core.step import AGENT, USER, Message
 
@@ -76,6 +78,12 @@ def conversation(
     return tuple(out)
 
 
+def _answer_text(args: Any) -> str:
+    parsed = args if isinstance(args, dict) else parse_args(args)[0]
+    values = [v for v in parsed.values() if isinstance(v, str)] if isinstance(parsed, dict) else []
+    return "\n".join(values)
+
+
 def _spoken(messages: Sequence[ModelMessage]) -> list[Spoken]:
     out = []
     for m in messages:
@@ -86,6 +94,10 @@ def _spoken(messages: Sequence[ModelMessage]) -> list[Spoken]:
             out.append((USER, text))
         elif m.role in ("assistant", "ai", "model") and not m.calls:
             out.append((AGENT, text))
+        elif m.role in ("assistant", "ai", "model") and all(c.name in ANSWER_TOOLS for c in m.calls):
+            answer = "\n".join(_answer_text(c.args) for c in m.calls)  # a framework that answers by a tool call
+            if answer.strip():
+                out.append((AGENT, answer))
     return out
 
 
