@@ -2,7 +2,7 @@
 collector (collector-config/otelcol.yaml as shipped: memory_limiter, batch, the otlp/luckrate exporter with
 gzip, retry and queue), measured in the same run.
 
-    .venv/bin/python benchmarks/collector.py            # 3 rounds, about 3 minutes on 2 cores
+    .venv/bin/python benchmarks/collector.py            # 3 rounds, about 2.5 minutes on 2 cores
     .venv/bin/python benchmarks/collector.py --quick    # 1 short round: checks that everything runs
 
 Each round runs four scenarios back to back, each with real subprocesses: ``luckrate serve`` pinned to the
@@ -56,6 +56,8 @@ class Settings:
     like. Saturated, the collector also spends CPU on spans it only queues, and luckrate's share counts
     spans it only buffers."""
     pin: bool = True
+    retry_after: int | None = None
+    """luckrate's ``retry_after`` (seconds a throttled client is told to wait; luckrate's default is 5)."""
 
 
 QUICK = Settings(repeats=1, warm=1.0, window=2.0, paced_rate=2_000.0)
@@ -130,7 +132,13 @@ def _cpu(s: Settings, n: int) -> set[int] | None:
 
 
 def one_path(s: Settings, via_collector: bool, rate: float = 0.0) -> dict:
-    server = harness.Serve(("--root-grace", str(s.root_grace), "--max-buffered-spans", str(s.buffer)), _cpu(s, 0))
+    flags = ("--root-grace", str(s.root_grace), "--max-buffered-spans", str(s.buffer))
+    if s.retry_after is not None:
+        toml = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
+        toml.write(f"retry_after = {s.retry_after}\n")
+        toml.close()
+        flags += ("--config", toml.name)
+    server = harness.Serve(flags, _cpu(s, 0))
     collector = Collector(server.target("grpc")) if via_collector else None
     try:
         target = f"127.0.0.1:{collector.ports['grpc']}" if collector else server.target("grpc")
@@ -167,9 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="one short round: checks that everything runs")
     p.add_argument("--repeats", type=int, help="rounds (default 3; the median is reported)")
     p.add_argument("--no-pin", action="store_true", help="do not pin luckrate to the first core")
+    p.add_argument("--retry-after", type=int, help="luckrate's retry_after, seconds (its default: 5)")
     args = p.parse_args(argv)
     s = QUICK if args.quick else Settings()
-    s = Settings(**{**s.__dict__, "repeats": args.repeats or s.repeats, "pin": not args.no_pin})
+    s = Settings(**{**s.__dict__, "repeats": args.repeats or s.repeats, "pin": not args.no_pin,
+                    "retry_after": args.retry_after})
     started = time.monotonic()
     print(f"collector benchmark: {s}; load average before: {harness.load_average()}", file=sys.stderr)
     direct, via, paced_direct, paced_via = [], [], [], []
