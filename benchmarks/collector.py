@@ -133,11 +133,15 @@ def _cpu(s: Settings, n: int) -> set[int] | None:
 
 def one_path(s: Settings, via_collector: bool, rate: float = 0.0) -> dict:
     flags = ("--root-grace", str(s.root_grace), "--max-buffered-spans", str(s.buffer))
-    if s.retry_after is not None:
-        toml = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
-        toml.write(f"retry_after = {s.retry_after}\n")
-        toml.close()
-        flags += ("--config", toml.name)
+    with tempfile.NamedTemporaryFile("w", suffix=".toml") as toml:
+        if s.retry_after is not None:
+            toml.write(f"retry_after = {s.retry_after}\n")
+            toml.flush()
+            flags += ("--config", toml.name)
+        return _measure(s, flags, via_collector, rate)
+
+
+def _measure(s: Settings, flags: tuple[str, ...], via_collector: bool, rate: float) -> dict:
     server = harness.Serve(flags, _cpu(s, 0))
     collector = Collector(server.target("grpc")) if via_collector else None
     try:
