@@ -2,20 +2,22 @@
 collector (collector-config/otelcol.yaml as shipped: memory_limiter, batch, the otlp/luckrate exporter with
 gzip, retry and queue), measured in the same run.
 
-    .venv/bin/python benchmarks/collector.py            # 3 rounds, about 1 minute on 2 cores
+    .venv/bin/python benchmarks/collector.py            # 3 rounds, about 2.5 minutes on 2 cores
     .venv/bin/python benchmarks/collector.py --quick    # 1 short round: checks that everything runs
 
-Each round runs both paths back to back, each a real subprocess: ``luckrate serve`` pinned to the first
-core, and the load generator (benchmarks/loadgen.py, OTLP/gRPC, 513-span requests, as fast as accepted)
-plus, on the second path, the collector (collector-config/otelcol-luckrate/otelcol-luckrate) left to the
-scheduler. Reported, the median of the rounds:
+Each round runs four scenarios back to back, each with real subprocesses: ``luckrate serve`` pinned to the
+first core, and the load generator (benchmarks/loadgen.py, OTLP/gRPC, 513-span requests) plus, through the
+collector, the collector (collector-config/otelcol-luckrate/otelcol-luckrate) left to the scheduler.
 
-- spans/s graded by luckrate over the measured window (``luckrate_runs_total`` x 9 spans a run);
-- CPU seconds per million spans, from ``/proc/PID/stat`` over the same window: luckrate's per span graded,
-  the collector's per span it exported (``otelcol_exporter_sent_spans``).
+- saturated (load as fast as accepted), straight and through the collector: spans/s graded by luckrate
+  over the measured window (``luckrate_runs_total`` x 9 spans a run), and spans/s the collector passed on
+  (``otelcol_exporter_sent_spans``);
+- paced at ``paced_rate`` spans/s, under both paths' capacity, straight and through the collector: CPU
+  seconds per million spans from ``/proc/PID/stat`` over the window, luckrate's per span graded and the
+  collector's per span it passed on.
 
-Saturated, luckrate is the bottleneck on both paths, so the collector queues what luckrate has not yet
-taken; its figure is CPU per span actually passed on, not per span queued.
+Saturated, the collector takes in more than luckrate grades and queues the rest, so CPU per span is only
+compared at the paced rate. The figure reported is the median of the rounds.
 """
 
 from __future__ import annotations
@@ -44,14 +46,21 @@ TICK = os.sysconf("SC_CLK_TCK")
 @dataclass(frozen=True)
 class Settings:
     repeats: int = 3
-    warm: float = 3.0
+    warm: float = 5.0
+    """Seconds of load before the window: luckrate's span buffer fills, so the window sees steady state."""
     window: float = 5.0
     root_grace: float = 0.5
     buffer: int = 50_000
+    paced_rate: float = 4_000.0
+    """Spans/s offered for the CPU figures: under both paths' capacity, so CPU per span compares like with
+    like. Saturated, the collector also spends CPU on spans it only queues, and luckrate's share counts
+    spans it only buffers."""
     pin: bool = True
+    retry_after: int | None = None
+    """luckrate's ``retry_after`` (seconds a throttled client is told to wait; luckrate's default is 5)."""
 
 
-QUICK = Settings(repeats=1, warm=1.0, window=2.0)
+QUICK = Settings(repeats=1, warm=1.0, window=2.0, paced_rate=2_000.0)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -122,12 +131,23 @@ def _cpu(s: Settings, n: int) -> set[int] | None:
     return {available[n]} if s.pin and len(available) >= 2 else None
 
 
-def one_path(s: Settings, via_collector: bool) -> dict:
-    server = harness.Serve(("--root-grace", str(s.root_grace), "--max-buffered-spans", str(s.buffer)), _cpu(s, 0))
+def one_path(s: Settings, via_collector: bool, rate: float = 0.0) -> dict:
+    flags = ("--root-grace", str(s.root_grace), "--max-buffered-spans", str(s.buffer))
+    with tempfile.NamedTemporaryFile("w", suffix=".toml") as toml:
+        if s.retry_after is not None:
+            toml.write(f"retry_after = {s.retry_after}\n")
+            toml.flush()
+            flags += ("--config", toml.name)
+        return _measure(s, flags, via_collector, rate)
+
+
+def _measure(s: Settings, flags: tuple[str, ...], via_collector: bool, rate: float) -> dict:
+    server = harness.Serve(flags, _cpu(s, 0))
     collector = Collector(server.target("grpc")) if via_collector else None
     try:
         target = f"127.0.0.1:{collector.ports['grpc']}" if collector else server.target("grpc")
-        load = harness.Load("grpc", [target], duration=s.warm + s.window + 1.0, cpus=None if collector else _cpu(s, 1))
+        load = harness.Load("grpc", [target], duration=s.warm + s.window + 1.0, rate=rate,
+                            cpus=None if collector else _cpu(s, 1))
         time.sleep(s.warm)
         a, cpu_a = server.scrape(), cpu_seconds(server.proc.pid)
         col_a = (collector.sent_spans(), cpu_seconds(collector.proc.pid)) if collector else None
@@ -159,36 +179,43 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="one short round: checks that everything runs")
     p.add_argument("--repeats", type=int, help="rounds (default 3; the median is reported)")
     p.add_argument("--no-pin", action="store_true", help="do not pin luckrate to the first core")
+    p.add_argument("--retry-after", type=int, help="luckrate's retry_after, seconds (its default: 5)")
     args = p.parse_args(argv)
     s = QUICK if args.quick else Settings()
-    s = Settings(**{**s.__dict__, "repeats": args.repeats or s.repeats, "pin": not args.no_pin})
+    s = Settings(**{**s.__dict__, "repeats": args.repeats or s.repeats, "pin": not args.no_pin,
+                    "retry_after": args.retry_after})
     started = time.monotonic()
     print(f"collector benchmark: {s}; load average before: {harness.load_average()}", file=sys.stderr)
-    direct, via = [], []
-    for i in range(s.repeats):  # interleaved, so that background load hits both paths alike
+    direct, via, paced_direct, paced_via = [], [], [], []
+    for i in range(s.repeats):  # interleaved, so that background load hits every path alike
         direct.append(one_path(s, via_collector=False))
         via.append(one_path(s, via_collector=True))
-        print(f"round {i + 1}/{s.repeats}: direct {direct[-1]} / via collector {via[-1]}", file=sys.stderr)
+        paced_direct.append(one_path(s, via_collector=False, rate=s.paced_rate))
+        paced_via.append(one_path(s, via_collector=True, rate=s.paced_rate))
+        print(f"round {i + 1}/{s.repeats}: saturated {direct[-1]} / {via[-1]}; paced {paced_direct[-1]} / "
+              f"{paced_via[-1]}", file=sys.stderr)
 
     def med(rounds: list[dict], key: str) -> float | None:
         vals = [r[key] for r in rounds if r.get(key) is not None]
         return statistics.median(vals) if vals else None
 
+    def row(label: str, rounds: list[dict], key: str, fmt: str) -> tuple[str, str, str]:
+        vals = [r[key] for r in rounds if r.get(key) is not None]
+        return (label, format(statistics.median(vals), fmt) if vals else "—", " ".join(format(v, fmt) for v in vals))
+
     g_direct, g_via = med(direct, "graded_per_s"), med(via, "graded_per_s")
+    at = f"at {s.paced_rate:,.0f} spans/s offered"
     lines = [("figure", f"median of {s.repeats}", "rounds"),
-             ("straight to luckrate: spans/s graded", f"{g_direct:,.0f}",
-              " ".join(f"{r['graded_per_s']:,.0f}" for r in direct)),
-             ("through the collector: spans/s graded", f"{g_via:,.0f}",
-              " ".join(f"{r['graded_per_s']:,.0f}" for r in via)),
-             ("through / straight", f"{g_via / g_direct:.2f}x", ""),
-             ("luckrate CPU s per million spans, straight", f"{med(direct, 'luckrate_cpu_per_m'):.1f}",
-              " ".join(f"{r['luckrate_cpu_per_m']:.1f}" for r in direct)),
-             ("luckrate CPU s per million spans, through the collector", f"{med(via, 'luckrate_cpu_per_m'):.1f}",
-              " ".join(f"{r['luckrate_cpu_per_m']:.1f}" for r in via)),
-             ("collector CPU s per million spans passed on", f"{med(via, 'collector_cpu_per_m'):.1f}",
-              " ".join(f"{r['collector_cpu_per_m']:.1f}" for r in via if r.get("collector_cpu_per_m"))),
-             ("collector: spans/s passed on", f"{med(via, 'collector_passed_per_s'):,.0f}",
-              " ".join(f"{r['collector_passed_per_s']:,.0f}" for r in via))]
+             row("saturated, straight to luckrate: spans/s graded", direct, "graded_per_s", ",.0f"),
+             row("saturated, through the collector: spans/s graded", via, "graded_per_s", ",.0f"),
+             ("saturated, through / straight", f"{g_via / g_direct:.2f}x", ""),
+             row("saturated, collector: spans/s passed on", via, "collector_passed_per_s", ",.0f"),
+             row(f"{at}, straight: spans/s graded", paced_direct, "graded_per_s", ",.0f"),
+             row(f"{at}, through the collector: spans/s graded", paced_via, "graded_per_s", ",.0f"),
+             row(f"{at}: luckrate CPU s per million spans, straight", paced_direct, "luckrate_cpu_per_m", ".1f"),
+             row(f"{at}: luckrate CPU s per million spans, through the collector", paced_via, "luckrate_cpu_per_m",
+                 ".1f"),
+             row(f"{at}: collector CPU s per million spans", paced_via, "collector_cpu_per_m", ".1f")]
     widths = [max(len(line[i]) for line in lines) for i in range(3)]
     for n, line in enumerate(lines):
         print(f"{line[0].ljust(widths[0])}  {line[1].rjust(widths[1])}  {line[2]}".rstrip())

@@ -13,9 +13,10 @@ import sys
 from tests.collector.harness import binary
 from tests.service.harness import ROOT
 
-FIGURES = ("straight to luckrate: spans/s graded", "through the collector: spans/s graded",
-           "luckrate CPU s per million spans, straight", "luckrate CPU s per million spans, through the collector",
-           "collector CPU s per million spans passed on")
+FIGURES = ("saturated, straight to luckrate: spans/s graded", "saturated, through the collector: spans/s graded",
+           "at 2,000 spans/s offered: luckrate CPU s per million spans, straight",
+           "at 2,000 spans/s offered: luckrate CPU s per million spans, through the collector",
+           "at 2,000 spans/s offered: collector CPU s per million spans")
 
 
 def test_collector_benchmark_measures_every_figure() -> None:
