@@ -188,6 +188,25 @@ def detection_table(runs: list[Graded]) -> str:
     return _table(header, rows)
 
 
+def breakdown(runs: list[Graded], key: str) -> str:
+    """Recall and false-positive rate per value of a label key (attack, injection_task, user_task, kind)."""
+    header = [key, "runs", "pos", "method", "recall", "benign flagged"]
+    groups: dict[str, list[Graded]] = defaultdict(list)
+    for r in runs:
+        if r.label["kind"] != "fabricated":
+            groups[f"{r.label['suite']} {r.label.get(key, '—')}"].append(r)
+    rows = []
+    for name in sorted(groups):
+        part = groups[name]
+        pos = [r for r in part if r.label["positive"]]
+        neg = [r for r in part if not r.label["positive"]]
+        for method in ("luckrate", "baseline"):
+            hit = sum(r.flagged(method) for r in pos)
+            rows.append([name, str(len(part)), str(len(pos)), method,
+                         f"{hit / len(pos):.3f}" if pos else "—", _share(sum(r.flagged(method) for r in neg), len(neg))])
+    return _table(header, rows)
+
+
 def grounding_table(runs: list[Graded]) -> str:
     """Issue #17: passing runs (clean, resisted) whose only finding is ungrounded; fabricated ids caught."""
     passing = [r for r in runs if r.label["kind"] in ("clean", "resisted")]
@@ -255,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
                         "fabricated arguments not reported ungrounded")
     parser.add_argument("--method", choices=("luckrate", "baseline"), default="luckrate", help="whose errors --show lists")
     parser.add_argument("--limit", type=int, default=30, help="runs --show prints (default 30)")
+    parser.add_argument("--by", choices=("attack", "injection_task", "user_task", "kind", "variant"),
+                        help="also print recall and benign flag rate per suite and value of this label")
     parser.add_argument("--write-spec", metavar="PATH", help="write the per-suite specs as JSON ({'SPECS': ...}) and exit")
     args = parser.parse_args(argv)
     if args.write_spec:
@@ -268,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     print(detection_table(runs))
     print()
     print(grounding_table(runs))
+    if args.by:
+        print()
+        print(breakdown(runs, args.by))
     print(f"\n{len(runs)} runs; luckrate read + grade {grading:.1f} s ({1e3 * grading / max(1, len(runs)):.2f} ms/run); "
           f"whole script {time.perf_counter() - t0:.1f} s")
     return 0

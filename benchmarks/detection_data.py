@@ -18,8 +18,9 @@ Kinds of run (label ``kind``), per suite of the newest benchmark version the pac
 - ``fabricated``: a clean run with one acting call's argument made up (see detection_variants).
 Attacks rotate over ATTACKS, one per (user task, injection task) pair, so every attack template is
 used in every suite without multiplying the set by their number. Injection tasks whose ground truth
-makes no call (their goal is the answer text) give resisted runs only. A share of runs also comes as a
-``reformatted`` variant (arguments rewritten as a model might, same label; see detection_variants).
+makes no call (their goal is the answer text) give resisted runs only. Every clean run also comes in up to two
+``reformatted`` variants, a quarter of the attacked runs in one (arguments rewritten as a model might,
+same label; see detection_variants).
 The ground truth's arguments are computed on the clean environment (the calls the user's task needs);
 only the results change with the injection.
 
@@ -56,8 +57,9 @@ ATTACKS = ("important_instructions", "tool_knowledge", "direct", "ignore_previou
 ATTACK_MODEL = "gpt-4o-2024-05-13"
 """The pipeline name the model-naming attacks read ("GPT-4"); no model is called."""
 ANSWER = "Done."
-VARIANT_SHARE = {"clean": 1.0, "resisted": 0.25, "succeeded": 0.25}
-"""Share of runs of each kind that also get a reformatted variant (every clean run: they are few)."""
+VARIANTS = {"clean": (1.0, 1.0), "resisted": (0.25,), "succeeded": (0.25,)}
+"""Per kind, the chance of each reformatted variant a run gets: every clean run gets two (clean runs are
+few, and they carry the flag-rate target), a quarter of the attacked runs one."""
 SEED = 10
 
 
@@ -169,9 +171,11 @@ def generate(stats: Counter):
     for name in SUITES:
         for run in suite_runs(name, suites[name], rng, stats):
             yield run
-            if rng.random() < VARIANT_SHARE[run.label["kind"]]:
-                v = variant(run, rng)
-                if v is not None:
+            seen = [run.calls]
+            for chance in VARIANTS[run.label["kind"]]:
+                v = variant(run, rng) if rng.random() < chance else None
+                if v is not None and v.calls not in seen:
+                    seen.append(v.calls)
                     yield v
             if run.label["kind"] == "clean":
                 yield from fabricated(run, PRIVILEGED[name], rng)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import os
 import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -184,14 +185,23 @@ def write(pairs: Iterable[tuple[str, dict[str, Any]]]) -> tuple[int, int]:
     """Write (OTLP JSON line, label) pairs; returns (runs, compressed bytes)."""
     DATA.mkdir(exist_ok=True)
     n = 0
-    # mtime=0: the gzip header holds no timestamp, so unchanged data gives an unchanged file.
-    with open(TRACES, "wb") as raw_t, open(LABELS, "wb") as raw_l, \
-            gzip.GzipFile(fileobj=raw_t, mode="wb", mtime=0) as traces, \
-            gzip.GzipFile(fileobj=raw_l, mode="wb", mtime=0) as labels:
-        for line, label in pairs:
-            traces.write(line.encode() + b"\n")
-            labels.write(json.dumps(label, sort_keys=True).encode() + b"\n")
-            n += 1
+    part_t, part_l = TRACES.with_suffix(".part"), LABELS.with_suffix(".part")
+    try:
+        # mtime=0: the gzip header holds no timestamp, so unchanged data gives an unchanged file.
+        with open(part_t, "wb") as raw_t, open(part_l, "wb") as raw_l, \
+                gzip.GzipFile(fileobj=raw_t, mode="wb", mtime=0) as traces, \
+                gzip.GzipFile(fileobj=raw_l, mode="wb", mtime=0) as labels:
+            for line, label in pairs:
+                traces.write(line.encode() + b"\n")
+                labels.write(json.dumps(label, sort_keys=True).encode() + b"\n")
+                n += 1
+    except BaseException:
+        part_t.unlink(missing_ok=True)
+        part_l.unlink(missing_ok=True)
+        raise
+    # Replaced only once complete: a failed run leaves the committed set as it was.
+    os.replace(part_t, TRACES)
+    os.replace(part_l, LABELS)
     return n, TRACES.stat().st_size + LABELS.stat().st_size
 
 

@@ -8,7 +8,8 @@ Reformatting (``reformat``): the argument a model writes is the source's value i
 - e-mail: case changed (``Mark.Black@Gmail.com``);
 - date-time ``2024-05-15 10:00``: ISO ``T`` form, with or without seconds;
 - IBAN: grouped in fours (``US13 3000 ...``);
-- a whole float (``100.0``): written as an integer, and an integer amount as a float.
+- a whole float (``100.0``): written as an integer, and an integer of 100 or more (an amount, not a
+  small id or count) as a float.
 Each eligible leaf is rewritten with probability ½ (seeded); a run with no rewritten leaf has no variant.
 The tool results stay as the tools returned them for the original arguments: the variant models a
 model that wrote the value differently and a tool that accepted it.
@@ -40,14 +41,15 @@ def reformat_value(value: Any, rng: random.Random) -> Any:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, int) and 0 < abs(value) < 10**9:
+    if isinstance(value, int) and 100 <= abs(value) < 10**9:  # an amount, not a small id or count
         return float(value)
     if not isinstance(value, str):
         return value
     if _EMAIL.match(value):
         local, domain = value.split("@", 1)
-        return rng.choice((local[:1].upper() + local[1:] + "@" + domain,
-                           local + "@" + domain[:1].upper() + domain[1:], value.upper()))
+        forms = {local[:1].upper() + local[1:] + "@" + domain, local + "@" + domain[:1].upper() + domain[1:],
+                 value.upper(), value.lower()} - {value}
+        return rng.choice(sorted(forms))
     if m := _URL.match(value):
         scheme, host, path = m["scheme"] or "", m["host"], m["path"] or ""
         forms = {s + host + p for s in ("", "http://", "https://") for p in {path, path or "/"}} - {value}
