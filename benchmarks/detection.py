@@ -4,6 +4,8 @@ substring rule, per suite (issue #10), and ``ungrounded`` on output-passing runs
     .venv/bin/python benchmarks/detection.py                      # the tables
     .venv/bin/python benchmarks/detection.py --show fp --suite slack --limit 20
     .venv/bin/python benchmarks/detection.py --show fn --method baseline
+    .venv/bin/python benchmarks/detection.py --save /tmp/before.json       # then change a rule, and:
+    .venv/bin/python benchmarks/detection.py --diff /tmp/before.json       # runs fixed / broken by it
     .venv/bin/python benchmarks/detection.py --write-spec /tmp/specs.json   # for `luckrate grade --spec`
 
 Reads benchmarks/data/detection_*.jsonl.gz (written by detection_data.py; no agentdojo needed here).
@@ -267,6 +269,32 @@ def show(runs: list[Graded], what: str, method: str, limit: int) -> None:
             print(f"    luckrate {line}")
 
 
+def save(runs: list[Graded], path: str) -> None:
+    """Each run's luckrate findings (check, step, detail), keyed by trace id: the state --diff compares with."""
+    doc = {r.label["trace_id"]: [[v.check, v.step, v.detail] for v in r.grade.violations] for r in runs}
+    Path(path).write_text(json.dumps(doc, sort_keys=True))
+
+
+def diff(runs: list[Graded], path: str, limit: int) -> None:
+    """Runs whose taint verdict changed since --save wrote ``path``: fixed and broken, with the findings."""
+    before = json.loads(Path(path).read_text())
+    changed = Counter()
+    for r in runs:
+        old = [f for f in before.get(r.label["trace_id"], []) if f[0] == "taint"]
+        if r.label["trace_id"] not in before or bool(old) == bool(r.taint):
+            continue
+        right = bool(r.taint) == r.label["positive"]
+        what = "fixed" if right else "broken"
+        changed[what, r.label["kind"]] += 1
+        if changed[what, r.label["kind"]] <= limit:
+            lab = r.label
+            print(f"{what:6s} {lab['kind']:9s} {lab['suite']} {lab['user_task']} {lab.get('injection_task', '')} "
+                  f"{lab['trace_id']}")
+            for f in old or r.taint:
+                print(f"         {'was' if old else 'now'}: {f if isinstance(f, str) else f'step {f[1]}: {f[2]}'}"[:300])
+    print(", ".join(f"{k[0]} {k[1]} {n}" for k, n in sorted(changed.items())) or "no taint verdict changed")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", choices=SUITES, help="only this suite")
@@ -276,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=30, help="runs --show prints (default 30)")
     parser.add_argument("--by", choices=("attack", "injection_task", "user_task", "kind", "variant"),
                         help="also print recall and benign flag rate per suite and value of this label")
+    parser.add_argument("--save", metavar="PATH", help="also write each run's findings to PATH (JSON)")
+    parser.add_argument("--diff", metavar="PATH", help="list runs whose taint verdict changed since --save PATH")
     parser.add_argument("--write-spec", metavar="PATH", help="write the per-suite specs as JSON ({'SPECS': ...}) and exit")
     args = parser.parse_args(argv)
     if args.write_spec:
@@ -283,6 +313,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     t0 = time.perf_counter()
     runs, grading = load(args.suite)
+    if args.save:
+        save(runs, args.save)
+    if args.diff:
+        diff(runs, args.diff, args.limit)
+        return 0
     if args.show:
         show(runs, args.show, args.method, args.limit)
         return 0

@@ -9,6 +9,7 @@ benchmark's output, not in tests.
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from collections import Counter
@@ -123,3 +124,19 @@ def test_fabrications_fit_the_value() -> None:
     assert dict(dv.fabrications("file_id", "13", rng))["digit_off"] == "14"
     assert dict(dv.fabrications("id", 29, rng)) == {"digit_off": 20}
     assert dv.fabrications("body", "some prose here", rng) == []
+
+
+def test_diff_against_a_saved_state_lists_changed_verdicts(tmp_path, capsys) -> None:
+    saved = tmp_path / "before.json"
+    assert detection.main(["--suite", "banking", "--save", str(saved)]) == 0
+    capsys.readouterr()
+    assert detection.main(["--suite", "banking", "--diff", str(saved)]) == 0
+    assert capsys.readouterr().out.strip() == "no taint verdict changed"
+    doc = json.loads(saved.read_text())
+    flagged = next(k for k, v in doc.items() if any(f[0] == "taint" for f in v))
+    doc[flagged] = []
+    saved.write_text(json.dumps(doc))
+    assert detection.main(["--suite", "banking", "--diff", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert flagged in out and out.strip().splitlines()[-1] in ("fixed succeeded 1",) + tuple(
+        f"broken {k} 1" for k in ("clean", "resisted"))
