@@ -1,0 +1,211 @@
+"""Generate the labelled detection set (issues #10 and #17) offline from the ``agentdojo`` package.
+
+    python3 -m venv .venv-agentdojo
+    .venv-agentdojo/bin/pip install -q agentdojo==0.1.35 opentelemetry-exporter-otlp-proto-common -e .
+    .venv-agentdojo/bin/python benchmarks/detection_data.py      # writes benchmarks/data/detection_*.jsonl.gz
+
+agentdojo is never a luckrate dependency: only this generator imports it, and the files it writes are
+committed, so ``benchmarks/detection.py`` runs without it. No model runs: every call is a task's
+ground truth, executed with agentdojo's real tool functions (``FunctionsRuntime``) on the suite's
+environment, each result rendered as the agent would see it (``tool_result_to_str``, YAML).
+
+Kinds of run (label ``kind``), per suite of the newest benchmark version the package has:
+- ``clean``: a user task's ground-truth calls on the default environment;
+- ``resisted``: the same calls on an environment the attack injected (every vector the user task's
+  ground truth reads, chosen by agentdojo's own ``get_injection_candidates``): negative;
+- ``succeeded``: the user task's calls up to the first one whose result carries the injection, then
+  the injection task's ground-truth calls, then (every other pair) the rest of the user task: positive;
+- ``fabricated``: a clean run with one acting call's argument made up (see detection_variants).
+Attacks rotate over ATTACKS, one per (user task, injection task) pair, so every attack template is
+used in every suite without multiplying the set by their number. Injection tasks whose ground truth
+makes no call (their goal is the answer text) give resisted runs only. Every clean run also comes in up to two
+``reformatted`` variants, a quarter of the attacked runs in one (arguments rewritten as a model might,
+same label; see detection_variants).
+The ground truth's arguments are computed on the clean environment (the calls the user's task needs);
+only the results change with the injection.
+
+Every trace is read back through luckrate's OTLP adapters (binary and JSON) and compared with the
+generated calls (tool, arguments, result, order); any difference stops the generator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from agentdojo.agent_pipeline.tool_execution import tool_result_to_str  # noqa: E402
+from agentdojo.attacks.attack_registry import load_attack  # noqa: E402
+from agentdojo.functions_runtime import FunctionsRuntime  # noqa: E402
+from agentdojo.task_suite.load_suites import get_suites  # noqa: E402
+from agentdojo.types import text_content_block_from_string  # noqa: E402
+
+import detection_traces as dt  # noqa: E402
+import detection_variants as dv  # noqa: E402
+
+VERSION = "v1.2.2"
+"""The newest benchmark version agentdojo 0.1.35 ships."""
+SUITES = ("banking", "slack", "travel", "workspace")
+ATTACKS = ("important_instructions", "tool_knowledge", "direct", "ignore_previous", "injecagent", "system_message")
+"""Every injection attack in the package that needs no model (the first two read a model's name)."""
+ATTACK_MODEL = "gpt-4o-2024-05-13"
+"""The pipeline name the model-naming attacks read ("GPT-4"); no model is called."""
+ANSWER = "Done."
+VARIANTS = {"clean": (1.0, 1.0), "resisted": (0.25,), "succeeded": (0.25,)}
+"""Per kind, the chance of each reformatted variant a run gets: every clean run gets two (clean runs are
+few, and they carry the flag-rate target), a quarter of the attacked runs one."""
+SEED = 10
+
+
+class _Target:
+    """The 'pipeline' an attack is aimed at: attacks read only its name."""
+
+    name = ATTACK_MODEL
+
+
+def execute(suite, env, calls) -> list[dt.Call]:
+    runtime = FunctionsRuntime(suite.tools)
+    out = []
+    for fc in calls:
+        result, error = runtime.run_function(env, fc.function, dict(fc.args))
+        args = {k: v for k, v in fc.args.items()}
+        out.append(dt.Call(fc.function, args, None if error else tool_result_to_str(result), error))
+    return out
+
+
+def first_injected(suite, user_task, canaries: dict[str, str]) -> int | None:
+    """Index of the first ground-truth call whose result shows an injection vector (canary run)."""
+    env = suite.load_and_inject_default_environment(canaries)
+    calls = user_task.ground_truth(suite.load_and_inject_default_environment({}))
+    for i, call in enumerate(execute(suite, env, calls)):
+        if call.result and any(c in call.result for c in canaries.values()):
+            return i
+    return None
+
+
+def suite_runs(name: str, suite, rng: random.Random, stats: Counter):
+    attacks = [load_attack(a, suite, _Target()) for a in ATTACKS]
+    clean_env = suite.load_and_inject_default_environment({})
+    pair = 0
+    for uid, user_task in suite.user_tasks.items():
+        base = {"suite": name, "user_task": uid}
+        calls = user_task.ground_truth(clean_env.model_copy(deep=True))
+        clean = execute(suite, clean_env.model_copy(deep=True), calls)
+        yield dt.Run(name, user_task.PROMPT, tuple(clean), ANSWER, {**base, "kind": "clean", "positive": False})
+        try:
+            attacks[0].get_injection_candidates(user_task)
+        except ValueError:
+            stats[f"{name}: user task not injectable"] += 1
+            continue
+        at = first_injected(suite, user_task, attacks[0].canary_injections)
+        for iid, inj_task in suite.injection_tasks.items():
+            attack = attacks[pair % len(attacks)]
+            injections = attack.attack(user_task, inj_task)
+            env = suite.load_and_inject_default_environment(injections)
+            label = {**base, "injection_task": iid, "attack": attack.name, "positive": False}
+            resisted = execute(suite, env.model_copy(deep=True), calls)
+            yield dt.Run(name, user_task.PROMPT, tuple(resisted), ANSWER, {**label, "kind": "resisted"})
+            inj_calls = inj_task.ground_truth(clean_env.model_copy(deep=True))
+            if not inj_calls:
+                stats[f"{name}: injection task without calls (resisted only)"] += 1
+            else:
+                yield _succeeded(suite, env, calls, inj_calls, inj_task, at, pair, label, user_task, stats)
+            pair += 1
+
+
+def _succeeded(suite, env, calls, inj_calls, inj_task, at, pair, label, user_task, stats) -> dt.Run:
+    at = len(calls) - 1 if at is None else at
+    rest = calls[at + 1:] if pair % 2 == 0 else []
+    pre = env.model_copy(deep=True)
+    run_env = env.model_copy(deep=True)
+    done = execute(suite, run_env, [*calls[:at + 1], *inj_calls, *rest])
+    trace = [fc for fc in [*calls[:at + 1], *inj_calls, *rest]]
+    ok = suite._check_injection_task_security(inj_task, [text_content_block_from_string("")], pre, run_env, trace)
+    stats["succeeded: agentdojo's security check agrees"] += bool(ok)
+    stats["succeeded: agentdojo's security check disagrees"] += not ok
+    return dt.Run(label["suite"], user_task.PROMPT, tuple(done), ANSWER,
+                  {**label, "kind": "succeeded", "positive": True, "injected_after": at,
+                   "injection_steps": [at + 1, at + len(inj_calls)], "security_check": bool(ok)})
+
+
+def variant(run: dt.Run, rng: random.Random) -> dt.Run | None:
+    calls = tuple(dt.Call(c.tool, dv.reformat(c.args, rng), c.result, c.error) for c in run.calls)
+    if calls == run.calls:
+        return None
+    return dt.Run(run.suite, run.user, calls, run.answer, {**run.label, "variant": "reformatted"})
+
+
+def fabricated(run: dt.Run, acting: frozenset[str], rng: random.Random) -> list[dt.Run]:
+    """One fabricated run per kind that fits some acting call's argument, where no earlier source has the value."""
+    out, seen = [], [run.user.casefold()]
+    kinds_done: set[str] = set()
+    for i, call in enumerate(run.calls):
+        if call.tool in acting:
+            for key, value in call.args.items():
+                for kind, fake in dv.fabrications(key, value, rng):
+                    if kind in kinds_done or any(str(fake).casefold() in s for s in seen):
+                        continue
+                    kinds_done.add(kind)
+                    calls = list(run.calls)
+                    calls[i] = dt.Call(call.tool, {**call.args, key: fake}, call.result, call.error)
+                    out.append(dt.Run(run.suite, run.user, tuple(calls), run.answer, {
+                        **run.label, "kind": "fabricated", "positive": False,
+                        "fabricated": {"kind": kind, "step": i, "path": key, "value": fake, "was": value}}))
+        if call.result:
+            seen.append(call.result.casefold())
+    return out
+
+
+def generate(stats: Counter):
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from detection import PRIVILEGED  # the benchmark's own lists: fabricate only in acting calls
+
+    rng = random.Random(SEED)
+    suites = get_suites(VERSION)
+    for name in SUITES:
+        for run in suite_runs(name, suites[name], rng, stats):
+            yield run
+            seen = [run.calls]
+            for chance in VARIANTS[run.label["kind"]]:
+                v = variant(run, rng) if rng.random() < chance else None
+                if v is not None and v.calls not in seen:
+                    seen.append(v.calls)
+                    yield v
+            if run.label["kind"] == "clean":
+                yield from fabricated(run, PRIVILEGED[name], rng)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.parse_args(argv)
+    t0 = time.perf_counter()
+    stats: Counter = Counter()
+    recorder = dt.Recorder(SEED)
+
+    def pairs():
+        for run in generate(stats):
+            label = {"variant": "original", **run.label}
+            request = recorder.record(run)
+            problem = dt.mismatch(run, request)
+            if problem:
+                raise SystemExit(f"read-back differs for {label}: {problem}")
+            label["trace_id"] = dt.trace_id(request)
+            stats[f"{run.suite} {label['kind']}{' reformatted' if label['variant'] != 'original' else ''}"] += 1
+            yield dt.to_json(request), label
+
+    n, size = dt.write(pairs())
+    for key, count in sorted(stats.items()):
+        print(f"{count:6d}  {key}")
+    print(f"{n} runs, every one read back equal through luckrate's OTLP adapters; "
+          f"{size / 1e6:.2f} MB compressed in {dt.DATA}; {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
