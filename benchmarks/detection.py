@@ -48,7 +48,8 @@ from luckrate.core.step import Trajectory  # noqa: E402
 # page's server (and can carry data in its URL). These lists are the benchmark's, never core's.
 UNTRUSTED: dict[str, frozenset[str]] = {
     "banking": frozenset({"read_file", "get_most_recent_transactions"}),
-    "slack": frozenset({"read_channel_messages", "read_inbox", "get_webpage"}),
+    # get_channels: any member can create a channel, so its names are third-party text too.
+    "slack": frozenset({"read_channel_messages", "read_inbox", "get_webpage", "get_channels"}),
     "travel": frozenset({"get_rating_reviews_for_hotels", "get_rating_reviews_for_restaurants",
                          "get_rating_reviews_for_car_rental", "search_calendar_events", "get_day_calendar_events"}),
     "workspace": frozenset({"get_unread_emails", "get_received_emails", "search_emails", "search_calendar_events",

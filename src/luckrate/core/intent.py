@@ -85,7 +85,9 @@ def endorsed(arg: Argument, origin: Origin, prov: Provenance, request: Request) 
         if hit:
             return f"an address in the name of {hit!r}, whom the user named"
     kind = _kind(arg.value)
-    if kind and not arg.embedded and request.words & _KINDS[kind] and designated:
+    # A link inside a message body is not a link the user asked to visit; a date inside one may be the date
+    # the user asked to be told.
+    if kind and not (arg.embedded and kind == "url") and request.words & _KINDS[kind] and designated:
         return f"a {kind} the user asked for, from a source the user pointed at"
     return None
 
@@ -103,8 +105,7 @@ def _named(origin: Origin, prov: Provenance, request: Request) -> Field | None:
 def _named_records(prov: Provenance, request: Request) -> list[Field]:
     """The free text of every record, in a source the request pointed at, that the request names."""
     out: list[Field] = []
-    for origin in prov.index.designated_records(lambda values: any(
-            len(v) >= 3 and v in request.text for v in values)):
+    for origin in prov.index.designated_records(lambda values: any(_written(v, request) for v in values)):
         if _named(origin, prov, request) is not None:
             out.extend(f for f in prov.index.record_fields(origin) if f.prose)
     return out
@@ -121,7 +122,17 @@ def _kind(value: str) -> str | None:
 
 def _designated(origin: Origin, prov: Provenance, request: Request) -> bool:
     """The call that produced the source was given something the user wrote (a file name, a URL, a channel)."""
-    return origin.source != USER and any(len(v) >= 3 and v in request.text for v in prov.index.called(origin))
+    return origin.source != USER and any(_written(v, request) for v in prov.index.called(origin))
+
+
+def _written(value: str, request: Request) -> bool:
+    """The user wrote ``value`` (case-folded), or the same URL in another form."""
+    if len(value) < 3:
+        return False
+    if value in request.text:
+        return True
+    key = forms.url_key(value)
+    return key is not None and len(key) >= 3 and key in request.text
 
 
 def labelled(arg: Argument, origins: list[Origin], prov: Provenance) -> bool:
