@@ -65,6 +65,7 @@ def field_name(path: str) -> str:
     return _INDEXES.sub("", path).rsplit(".", 1)[-1].casefold()
 
 
+_SPACE = re.compile(r"\s")
 _RECORD = re.compile(r"\[\d+\]")
 _INDEXES = re.compile(r"\[[^\]]*\]")
 
@@ -127,7 +128,7 @@ def is_value(text: str) -> bool:
     stripped = text.strip()
     if not stripped:
         return False
-    if not any(c.isspace() for c in stripped):
+    if _SPACE.search(stripped) is None:
         return True
     return len(stripped) <= 64 and is_whole_value(stripped)
 

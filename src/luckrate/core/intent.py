@@ -65,7 +65,7 @@ class Request:
         cached = getattr(prov, "request", None)
         if cached is None:
             base = cls.of_text(prov.user_text)
-            delegated = [f.text for f in _named_records(prov, base)]
+            delegated = [f.text for f in _named_records(prov, base)] if base.names else []
             cached = cls.of_text("\n".join([prov.user_text, *delegated])) if delegated else base
             prov.request = cached
         return cached

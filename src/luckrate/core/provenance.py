@@ -286,21 +286,22 @@ def _form_keys(text: str) -> set[str]:
 
 
 class _Located:
-    """A source's fields with their tokens; forms of a field are computed only when a token lookup misses."""
+    """A source's fields; a key is looked for in a field's tokens only when its text holds the key at all,
+    and in a field's forms only when no token holds it."""
 
     def __init__(self, text: str) -> None:
         self.fields = fields(text)
-        self._tokens = [tokens(f.text) for f in self.fields]
+        self._folded = [f.text.casefold() for f in self.fields]
         self._forms: list[set[str]] | None = None
         self.by_key: dict[str, list[Field]] = {}
 
     def get(self, key: str) -> list[Field]:
         found = self.by_key.get(key)
         if found is None:
-            found = [f for f, toks in zip(self.fields, self._tokens) if key in toks]
+            found = [f for f, folded in zip(self.fields, self._folded) if key in folded and key in tokens(f.text)]
             if not found:
                 if self._forms is None:
-                    self._forms = [forms.text_keys(f.text.casefold(), toks) for f, toks in zip(self.fields, self._tokens)]
+                    self._forms = [forms.text_keys(folded, tokens(f.text)) for f, folded in zip(self.fields, self._folded)]
                 found = [f for f, keys in zip(self.fields, self._forms) if key in keys]
             self.by_key[key] = found
         return found
