@@ -1,25 +1,29 @@
 """Provenance: where did each identifier-shaped argument come from?
 
 Walking the trajectory in order, the sources seen so far are the user's input (``user``) and each
-tool result once it returned (``tool:<name>``). Each source is indexed once, as it arrives, into a
-map from token to the sources that contain it, so looking an argument up costs one dict probe and
-grading stays linear in the size of the trajectory (no rescan of earlier results per argument).
+tool result once it returned (``tool:<name>``). Each source is indexed at most once, when a lookup first
+needs it, into a map from key to the sources that contain it, so looking an argument up costs a dict
+probe and grading stays linear in the size of the trajectory (no rescan of earlier results per argument).
 
 Identifier-shaped (the exact rule): a string of 1..256 characters with no whitespace, containing at
 least one letter or digit and at least one mark of an identifier — a digit or one of ``@ / : - _ .``
 (``ORD-12345``, ``alice@example.com``, ``https://x.test/a``, ``99817``); or an integer of at least
-4 digits (order numbers), never a bool. Prose (anything with whitespace) is skipped because synthesis
-is its point; plain words (``high``, ``refund``) and small numbers (counts, limits, amounts) are
-skipped because they are vocabulary, not references. Floats are quantities and are skipped.
+4 digits (order numbers), never a bool. Plain words (``high``, ``refund``) and small numbers (counts,
+limits, amounts) are vocabulary, not references; floats are quantities. For the tools ``trace`` is told
+to ``scan`` (taint's privileged tools), a value with spaces that is still one value (a date-time, a
+spaced IBAN) and the strong identifiers inside free text (``forms.is_strong``) are traced too, marked
+``embedded``: ``ungrounded`` leaves them alone, as it always left values with spaces.
 
-The ceiling of the method, honestly: a match is token equality after case folding. Source text is
-cut into tokens at whitespace, quotes, brackets, commas, semicolons, backslashes and ``<>|``; each token
-is also indexed without leading/trailing sentence punctuation and in parts split at ``: / = ? & #``
-(``mailto:bob@x.test`` also yields ``bob@x.test``). Tokens made of letters only are not indexed: an
-identifier always holds a mark or is all digits, so no lookup could hit them (case folding neither adds nor
-removes a mark, so this holds after folding too). So it cannot tell apart:
-- a value the agent derived or reformatted (``129`` vs ``129.0``, ``ORD 12345`` vs ``ORD-12345``) — it is
-  reported ungrounded (a warning);
+Matching: source text is cut into tokens at whitespace, quotes, brackets, commas, semicolons, backslashes
+and ``<>|``; each token is also indexed without leading/trailing sentence punctuation and in parts split
+at ``: / = ? & #`` (``mailto:bob@x.test`` also yields ``bob@x.test``), all case-folded. Tokens made of
+letters only are not indexed (no identifier can equal one). A value not found verbatim is looked up in
+its normalised forms (core/forms.py: URLs, dates, times, numbers, grouped digits). Where in a result a
+value sits (core/fields.py) is worked out only for sources a privileged value is traced to.
+
+The ceiling of the method, honestly, it cannot tell apart:
+- a value the agent computed (a sum, an end time, a date one day on) from one it made up: both are
+  reported ungrounded (a warning), by decision (core/forms.py says why);
 - a value glued inside a longer token with no separator (``xORD-1y``) — not found;
 - a value that occurs in a source by coincidence — counted as grounded in it;
 - which of several sources the agent actually read it from — all of them are listed.
