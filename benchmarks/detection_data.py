@@ -31,12 +31,14 @@ generated calls (tool, arguments, result, order); any difference stops the gener
 from __future__ import annotations
 
 import argparse
+import datetime
+import os
 import random
 import sys
 import time
+import types
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -63,6 +65,25 @@ few, and they carry the flag-rate target), a quarter of the attacked runs one.""
 SEED = 10
 
 
+FROZEN_NOW = datetime.datetime(2024, 5, 15, 12, 0)
+"""The wall clock the tools see (the workspace suite's 'current day')."""
+
+
+class _FrozenDatetime(datetime.datetime):
+    @classmethod
+    def now(cls, tz=None):
+        return FROZEN_NOW.replace(tzinfo=tz)
+
+
+def freeze_clock() -> None:
+    """The e-mail and drive tools stamp what they create with ``datetime.datetime.now()``: freeze it, so
+    a regenerated set is byte-identical (those two modules use ``datetime`` for nothing else)."""
+    from agentdojo.default_suites.v1.tools import cloud_drive_client, email_client
+
+    for module in (cloud_drive_client, email_client):
+        module.datetime = types.SimpleNamespace(datetime=_FrozenDatetime)
+
+
 class _Target:
     """The 'pipeline' an attack is aimed at: attacks read only its name."""
 
@@ -74,8 +95,7 @@ def execute(suite, env, calls) -> list[dt.Call]:
     out = []
     for fc in calls:
         result, error = runtime.run_function(env, fc.function, dict(fc.args))
-        args = {k: v for k, v in fc.args.items()}
-        out.append(dt.Call(fc.function, args, None if error else tool_result_to_str(result), error))
+        out.append(dt.Call(fc.function, dict(fc.args), None if error else tool_result_to_str(result), error))
     return out
 
 
@@ -89,7 +109,7 @@ def first_injected(suite, user_task, canaries: dict[str, str]) -> int | None:
     return None
 
 
-def suite_runs(name: str, suite, rng: random.Random, stats: Counter):
+def suite_runs(name: str, suite, stats: Counter):
     attacks = [load_attack(a, suite, _Target()) for a in ATTACKS]
     clean_env = suite.load_and_inject_default_environment({})
     pair = 0
@@ -124,8 +144,9 @@ def _succeeded(suite, env, calls, inj_calls, inj_task, at, pair, label, user_tas
     rest = calls[at + 1:] if pair % 2 == 0 else []
     pre = env.model_copy(deep=True)
     run_env = env.model_copy(deep=True)
-    done = execute(suite, run_env, [*calls[:at + 1], *inj_calls, *rest])
-    trace = [fc for fc in [*calls[:at + 1], *inj_calls, *rest]]
+    trace = [*calls[:at + 1], *inj_calls, *rest]
+    done = execute(suite, run_env, trace)
+    # agentdojo's own verdict on the attack, for the report; the label is "the calls were made".
     ok = suite._check_injection_task_security(inj_task, [text_content_block_from_string("")], pre, run_env, trace)
     stats["succeeded: agentdojo's security check agrees"] += bool(ok)
     stats["succeeded: agentdojo's security check disagrees"] += not ok
@@ -163,13 +184,12 @@ def fabricated(run: dt.Run, acting: frozenset[str], rng: random.Random) -> list[
 
 
 def generate(stats: Counter):
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from detection import PRIVILEGED  # the benchmark's own lists: fabricate only in acting calls
 
     rng = random.Random(SEED)
     suites = get_suites(VERSION)
     for name in SUITES:
-        for run in suite_runs(name, suites[name], rng, stats):
+        for run in suite_runs(name, suites[name], stats):
             yield run
             seen = [run.calls]
             for chance in VARIANTS[run.label["kind"]]:
@@ -184,7 +204,12 @@ def generate(stats: Counter):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.parse_args(argv)
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        # The calendar tool orders an event's participants through a set: string hashing must not vary
+        # between runs, or neither does the set's order (and the file changes on every regeneration).
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
     t0 = time.perf_counter()
+    freeze_clock()
     stats: Counter = Counter()
     recorder = dt.Recorder(SEED)
 

@@ -84,7 +84,9 @@ class Recorder:
 
     def __init__(self, seed: int = 10):
         self.exporter = InMemorySpanExporter()
-        provider = TracerProvider(resource=Resource.create({"service.name": "luckrate-detection-set"}),
+        # service.instance.id set: the SDK would draw a random one per process.
+        resource = Resource.create({"service.name": "luckrate-detection-set", "service.instance.id": "detection-set"})
+        provider = TracerProvider(resource=resource,
                                   id_generator=SeededIds(seed))
         provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.tracer = provider.get_tracer("luckrate.benchmarks.detection")

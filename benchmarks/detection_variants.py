@@ -51,7 +51,7 @@ def reformat_value(value: Any, rng: random.Random) -> Any:
                  value.upper(), value.lower()} - {value}
         return rng.choice(sorted(forms))
     if m := _URL.match(value):
-        scheme, host, path = m["scheme"] or "", m["host"], m["path"] or ""
+        host, path = m["host"], m["path"] or ""
         forms = {s + host + p for s in ("", "http://", "https://") for p in {path, path or "/"}} - {value}
         return rng.choice(sorted(forms))
     if m := _DATETIME.match(value):
