@@ -19,6 +19,7 @@ import pytest
 
 from luckrate import demo
 from tests.collector.harness import (
+    GRACE,
     BASE,
     OVERLAYS,
     Collector,
@@ -53,7 +54,7 @@ def test_collector_relays_every_trace_and_the_verdicts_match_the_cli(protocol: s
     spans = record_runs([demo.nth_run(i) for i in range(40)])
     expected = offline_verdicts(spans, tmp_path)
     assert len(expected) == 40
-    with Server("--root-grace", "0.5") as luckrate, \
+    with Server("--root-grace", GRACE) as luckrate, \
             Collector(tmp_path, *_configs(protocol), override=_to(luckrate, protocol)) as collector:
         send(spans, sdk_exporter(collector, protocol))
         s = graded(luckrate, len(expected))
