@@ -19,6 +19,6 @@ GO=${GO:-/usr/local/go/bin/go}
 
 start=$SECONDS
 # Static, stripped, no local paths: the binary is about half the size of a default build.
-CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w" -o "$BIN.tmp" .
+CGO_ENABLED=0 "$GO" build -trimpath -buildvcs=false -ldflags "-s -w" -o "$BIN.tmp" .
 mv "$BIN.tmp" "$BIN"
 echo "built $(pwd)/$BIN ($(du -h "$BIN" | cut -f1)) in $((SECONDS - start)) s"

@@ -32,6 +32,9 @@ BINARY = BUILD / "otelcol-luckrate"
 BASE = COLLECTOR_CONFIGS / "otelcol.yaml"
 LOADBALANCING = COLLECTOR_CONFIGS / "otelcol-loadbalancing.yaml"
 OVERLAYS = COLLECTOR_CONFIGS / "overlays"
+GRACE = "2"
+"""luckrate's --root-grace in these tests: the collector's exporters send batches on several consumers at
+once, so a trace's root can arrive a moment before some of its children; 2 s keeps those children in."""
 
 
 def binary() -> Path:

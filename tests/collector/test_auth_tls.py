@@ -14,6 +14,7 @@ import pytest
 
 from luckrate import demo
 from tests.collector.harness import (
+    GRACE,
     BASE,
     OVERLAYS,
     Collector,
@@ -47,7 +48,7 @@ def _luckrate(tmp_path: Path, pki) -> Server:  # noqa: F811
     token = tmp_path / "luckrate-token"
     token.write_text(TOKEN + "\n")
     cert, key = pki["server"]
-    return Server("--root-grace", "0.5", "--tls-cert", str(cert), "--tls-key", str(key),
+    return Server("--root-grace", GRACE, "--tls-cert", str(cert), "--tls-key", str(key),
                   "--bearer-token-file", str(token))
 
 

@@ -26,6 +26,7 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 
 from luckrate import demo
 from tests.collector.harness import (
+    GRACE,
     LOADBALANCING,
     OVERLAYS,
     Collector,
@@ -58,7 +59,7 @@ def _balancer(*replicas: Server) -> dict:
 
 
 def _replica(spec: Path, log: Path, *flags: str) -> Server:
-    return Server("--root-grace", "0.5", "--verdict-log", str(log), *flags, spec=spec)
+    return Server("--root-grace", GRACE, "--verdict-log", str(log), *flags, spec=spec)
 
 
 def _lines(*logs: Path) -> list[dict]:
@@ -99,7 +100,7 @@ def test_loadbalancing_splits_no_trace_and_the_sums_equal_one_replica(tmp_path: 
     assert all(run["violations"] for run in expected.values()), "every trace must reach the verdict log"
     logs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
     with _replica(spec, logs[0]) as a, _replica(spec, logs[1]) as b, \
-            Server("--root-grace", "0.5", spec=spec) as single, \
+            Server("--root-grace", GRACE, spec=spec) as single, \
             Collector(tmp_path, LOADBALANCING, OVERLAYS / "loadbalancing-static.yaml",
                       override=_balancer(a, b)) as collector:
         send(spans, sdk_exporter(collector, "grpc"))
