@@ -270,6 +270,9 @@ class WorkerPool:
     def _died(self, slot: _Slot) -> bool:
         """Count what the dead worker held; start another unless stopping. True when one was started."""
         slot.process.join(5)
+        if slot.process.is_alive():  # closed its pipe but lives on: it must not grade beside its successor
+            slot.process.kill()
+            slot.process.join(5)
         code = slot.process.exitcode
         replacement: queue.SimpleQueue = queue.SimpleQueue()
         with slot.lock:
