@@ -65,6 +65,7 @@ _URL = re.compile(r"(?:[a-z][a-z0-9+.\-]*://)?(?:www\d?\.)?((?:[a-z0-9](?:[a-z0-
 _NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
 _CURRENCY = "$€£¥₹"
 _STRUCTURED = re.compile(r"[0-9]")
+_WHOLE_START = re.compile(r"[0-9+(]|[a-z]{2}\d{2}|" + _MONTH)
 
 
 def url_key(token: str) -> str | None:
@@ -236,6 +237,8 @@ def is_whole_value(value: str) -> bool:
     if not _STRUCTURED.search(value):
         return False
     folded = value.strip().casefold()
+    if not _WHOLE_START.match(folded):  # every form starts with a digit, a sign, a bracket, a month or an IBAN
+        return False
     found = dates(folded)
     if len(found) == 1 and found[0][2] == (0, len(folded)):
         return True

@@ -279,9 +279,9 @@ class SourceIndex:
     def _position(self, origin: Origin) -> int:
         return origin.position
 
-    def has_user(self, positions) -> bool:
-        users = self._users
-        return any(p < users for p in positions)
+    def has_user(self, positions: list[int]) -> bool:
+        """``positions`` ascending (as ``tokens_of`` gives them): the user's sources come first."""
+        return bool(positions) and positions[0] < self._users
 
 
 def _form_keys(text: str) -> set[str]:
@@ -420,7 +420,7 @@ def _inside(value: str, scan: bool) -> list[tuple[str, bool]]:
         return []  # a strong identifier, a date or a grouped number needs a digit, an @ or a dot
     if len(value) <= 64 and forms.is_whole_value(value):
         return [(value.strip(), True)]
-    return [(tok, True) for tok in dict.fromkeys(_words(value)) if forms.is_strong(tok)]
+    return [(tok, True) for tok in dict.fromkeys(_words(value)) if _MARKED.search(tok) and forms.is_strong(tok)]
 
 
 _MARKED = re.compile(r"[0-9@.]")
