@@ -21,8 +21,9 @@ used in every suite without multiplying the set by their number. Injection tasks
 makes no call (their goal is the answer text) give resisted runs only. Every clean run also comes in up to two
 ``reformatted`` variants, a quarter of the attacked runs in one (arguments rewritten as a model might,
 same label; see detection_variants).
-The ground truth's arguments are computed on the clean environment (the calls the user's task needs);
-only the results change with the injection.
+Ground truth is computed on the environment the run executes in, as agentdojo's own ground-truth
+pipeline does: the injection changes the results and, where it sits in a name the task uses (slack's
+``External_...`` channel), the argument the agent passes too.
 
 Every trace is read back through luckrate's OTLP adapters (binary and JSON) and compared with the
 generated calls (tool, arguments, result, order); any difference stops the generator.
@@ -129,13 +130,15 @@ def suite_runs(name: str, suite, stats: Counter):
             injections = attack.attack(user_task, inj_task)
             env = suite.load_and_inject_default_environment(injections)
             label = {**base, "injection_task": iid, "attack": attack.name, "positive": False}
-            resisted = execute(suite, env.model_copy(deep=True), calls)
+            user_calls = user_task.ground_truth(env.model_copy(deep=True))
+            stats[f"{name}: attacked runs whose user calls differ from the clean run's"] += user_calls != calls
+            resisted = execute(suite, env.model_copy(deep=True), user_calls)
             yield dt.Run(name, user_task.PROMPT, tuple(resisted), ANSWER, {**label, "kind": "resisted"})
-            inj_calls = inj_task.ground_truth(clean_env.model_copy(deep=True))
+            inj_calls = inj_task.ground_truth(env.model_copy(deep=True))
             if not inj_calls:
                 stats[f"{name}: injection task without calls (resisted only)"] += 1
             else:
-                yield _succeeded(suite, env, calls, inj_calls, inj_task, at, pair, label, user_task, stats)
+                yield _succeeded(suite, env, user_calls, inj_calls, inj_task, at, pair, label, user_task, stats)
             pair += 1
 
 
@@ -163,24 +166,43 @@ def variant(run: dt.Run, rng: random.Random) -> dt.Run | None:
 
 
 def fabricated(run: dt.Run, acting: frozenset[str], rng: random.Random) -> list[dt.Run]:
-    """One fabricated run per kind that fits some acting call's argument, where no earlier source has the value."""
+    """One fabricated run per kind that fits some acting call's argument: the original value occurs in an
+    earlier source (so the real run could trace it) and the made-up one in none."""
     out, seen = [], [run.user.casefold()]
     kinds_done: set[str] = set()
     for i, call in enumerate(run.calls):
         if call.tool in acting:
-            for key, value in call.args.items():
+            for key, index, value in _top_leaves(call.args):
+                if not any(str(value).casefold() in s for s in seen):
+                    continue
                 for kind, fake in dv.fabrications(key, value, rng):
                     if kind in kinds_done or any(str(fake).casefold() in s for s in seen):
                         continue
                     kinds_done.add(kind)
+                    args = {**call.args}
+                    if index is None:
+                        args[key] = fake
+                    else:
+                        args[key] = [*args[key][:index], fake, *args[key][index + 1:]]
                     calls = list(run.calls)
-                    calls[i] = dt.Call(call.tool, {**call.args, key: fake}, call.result, call.error)
+                    calls[i] = dt.Call(call.tool, args, call.result, call.error)
+                    path = key if index is None else f"{key}[{index}]"
                     out.append(dt.Run(run.suite, run.user, tuple(calls), run.answer, {
                         **run.label, "kind": "fabricated", "positive": False,
-                        "fabricated": {"kind": kind, "step": i, "path": key, "value": fake, "was": value}}))
+                        "fabricated": {"kind": kind, "step": i, "path": path, "value": fake, "was": value}}))
         if call.result:
             seen.append(call.result.casefold())
     return out
+
+
+def _top_leaves(args: dict):
+    """(key, list index or None, value) for each argument and each item of a list argument."""
+    for key, value in args.items():
+        if isinstance(value, list):
+            for j, item in enumerate(value):
+                yield key, j, item
+        else:
+            yield key, None, value
 
 
 def generate(stats: Counter):

@@ -60,7 +60,9 @@ def test_a_sample_reads_back_as_the_labelled_runs(rows) -> None:
             assert 0 < lo <= hi < len(traj.steps)
         if label["kind"] == "fabricated":
             fab = label["fabricated"]
-            assert traj.steps[fab["step"]].args[fab["path"]] == fab["value"]
+            key, _, index = fab["path"].partition("[")
+            got = traj.steps[fab["step"]].args[key]
+            assert (got[int(index.rstrip("]"))] if index else got) == fab["value"]
 
 
 def test_the_benchmark_prints_both_methods_for_a_suite(capsys) -> None:
@@ -126,14 +128,15 @@ def test_fabrications_fit_the_value() -> None:
     assert dv.fabrications("body", "some prose here", rng) == []
 
 
-def test_diff_against_a_saved_state_lists_changed_verdicts(tmp_path, capsys) -> None:
+def test_diff_against_a_saved_state_lists_changed_verdicts(rows, tmp_path, capsys) -> None:
     saved = tmp_path / "before.json"
     assert detection.main(["--suite", "banking", "--save", str(saved)]) == 0
     capsys.readouterr()
     assert detection.main(["--suite", "banking", "--diff", str(saved)]) == 0
     assert capsys.readouterr().out.strip() == "no taint verdict changed"
     doc = json.loads(saved.read_text())
-    flagged = next(k for k, v in doc.items() if any(f[0] == "taint" for f in v))
+    scored = {label["trace_id"] for _, label in rows if label["kind"] != "fabricated"}
+    flagged = next(k for k, v in doc.items() if k in scored and any(f[0] == "taint" for f in v))
     doc[flagged] = []
     saved.write_text(json.dumps(doc))
     assert detection.main(["--suite", "banking", "--diff", str(saved)]) == 0
