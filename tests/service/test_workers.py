@@ -354,3 +354,22 @@ def test_a_stalled_worker_bounds_the_bytes_queued_for_it():
     assert post(url, body(), PROTO)[0] == 200
     assert svc.stop(30)
     assert svc.budget.used == 0
+
+
+def test_workers_exit_at_once_when_the_receiving_process_is_killed():
+    """SIGKILL leaves the workers no one to report to: they exit instead of grading what they hold."""
+    rng = random.Random(5)
+    with Server("--workers", "2", "--root-grace", "300", "--idle-timeout", "300") as server:
+        pids = wait_until(lambda: two_workers(server), "2 worker processes")
+        assert post(server.http + "/v1/traces", fresh_request(rng, traces=20).SerializeToString(), PROTO)[0] == 200
+        server.wait_metric_at_least("luckrate_traces_active", 20)
+        server.proc.kill()
+        server.proc.wait(10)
+
+        def gone(pid: int) -> bool:
+            try:
+                return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+            except OSError:
+                return True
+
+        wait_until(lambda: all(gone(p) for p in pids), "the workers to exit")

@@ -126,8 +126,8 @@ class _StampedClock:
 
 
 def worker_main(cfg: ServiceConfig, index: int, n: int, inbox, outbox, log_level: int = logging.INFO) -> None:
-    """A grading process: read batches until told to stop (None) or the receiving process is gone, then
-    grade everything buffered and send the last report."""
+    """A grading process: read batches until told to stop (None), then grade everything buffered and send
+    the last report; exit at once if the receiving process is gone."""
     # Ctrl-C reaches the whole process group, and SIGTERM may too: the receiving process decides when a
     # worker drains, so that it drains after the receivers stopped, not before.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -149,6 +149,10 @@ def worker_main(cfg: ServiceConfig, index: int, n: int, inbox, outbox, log_level
 
     last = time.monotonic()
     while (message := _next(inbox, limits.bucket)) is not None:
+        if message is _GONE:
+            # The receiving process died (it would have sent None): no one can take a report, so grading
+            # the buffer would only burn the CPU its restarted successor needs.
+            return
         if message is not _IDLE:
             stamp, body = message
             records, _ = records_from_request(request_from_protobuf(body), keep_attribute=cfg.output_attribute,
@@ -180,12 +184,13 @@ def _report(outbox, report: Report) -> bool:
 
 
 _IDLE = object()
+_GONE = object()
 
 
 def _next(inbox, timeout: float) -> Any:
-    """The next batch, ``_IDLE`` when none came within ``timeout``, None to stop (asked, or the receiving
-    process is gone)."""
+    """The next batch, ``_IDLE`` when none came within ``timeout``, None when asked to stop, ``_GONE``
+    when the receiving process is gone."""
     try:
         return inbox.recv() if inbox.poll(timeout) else _IDLE
     except (EOFError, OSError):
-        return None
+        return _GONE
