@@ -118,8 +118,8 @@ def leaf(path: str, text: str) -> list[Field]:
     """One string leaf: a value, or free text read again line by line for ``key: value`` lines."""
     if is_value(text):
         return [Field(path, text.strip(), False)]
-    if "\n" in text:
-        return _lines(text, path)
+    if "\n" in text:  # the text as a whole too: an argument may copy it whole (a channel's multi-line name)
+        return [Field(path, text, True), *_lines(text, path)]
     return [Field(path, text, True)]
 
 

@@ -234,6 +234,11 @@ class SourceIndex:
             return []
         return [f for f in all_fields if not f.prose and f.record == prefix]
 
+    def copied_whole(self, origin: Origin, text: str) -> bool:
+        """True when a field of ``origin``'s source is exactly ``text`` (case-folded, spaces collapsed): the argument
+        names an object of the source (a channel, a file) rather than quoting from its text."""
+        return origin.source != USER and " ".join(text.casefold().split()) in self._fields(origin.position).texts
+
     def record_fields(self, origin: Origin) -> list[Field]:
         """Every field (value or free text) of the record ``origin`` sits in."""
         prefix = Field(origin.field or "", "", True).record
@@ -296,8 +301,15 @@ class _Located:
     def __init__(self, text: str) -> None:
         self.fields = fields(text)
         self._folded = [f.text.casefold() for f in self.fields]
+        self._texts: frozenset[str] | None = None
         self._forms: list[set[str]] | None = None
         self.by_key: dict[str, list[Field]] = {}
+
+    @property
+    def texts(self) -> frozenset[str]:
+        if self._texts is None:
+            self._texts = frozenset(" ".join(t.split()) for t in self._folded)  # YAML folds long lines
+        return self._texts
 
     def get(self, key: str) -> list[Field]:
         found = self.by_key.get(key)
@@ -331,6 +343,8 @@ class Argument(NamedTuple):
     """The index positions of the sources it was found in (``Provenance.origins`` resolves them)."""
     embedded: bool = False
     """Found inside a free-text argument (a message body), not an argument of its own."""
+    whole: str = ""
+    """For an embedded value: the whole free-text argument it was found in."""
 
 
 class Provenance(list):
@@ -401,7 +415,7 @@ def trace(traj: Trajectory, scan: frozenset[str] | set[str] = frozenset(),
                 found.append(_lookup(index, step, path, str(value), False, deep))
             elif isinstance(value, str) and value:
                 for text, embedded in _inside(value, scanning):
-                    found.append(_lookup(index, step, path, text, embedded, deep))
+                    found.append(_lookup(index, step, path, text, embedded, deep)._replace(whole=value))
         if step.result is not None:
             index.add(source_name(step.tool), step.result, step.index, step.args)
     return Provenance(found, index, "\n".join(traj.inputs))

@@ -93,6 +93,10 @@ def judge(arg: Argument, prov: Provenance, spec: Spec) -> Judgement:
         return Judgement(True, f"named by its label in untrusted {', '.join(_where(o) for o in named)}", tuple(named))
     if good:
         return Judgement(False, f"also in trusted {_where(good[0])}")
+    if arg.embedded and any(prov.index.copied_whole(o, arg.whole) for o in bad):
+        # A channel or file whose name holds injected text, named as it is: a reference, not the agent
+        # writing the identifier it contains.
+        return Judgement(False, "the whole argument is a name copied from the source, not text written from it")
     request = Request.of(prov)
     for origin in bad:
         why = endorsed(arg, origin, prov, request)
