@@ -142,6 +142,7 @@ class SourceIndex:
         self._located: dict[int, _Located] = {}
         self._user_keys: set[str] | None = None
         self._called: dict[int, frozenset[str]] = {}
+        self._found: dict[tuple[str, int], tuple[frozenset[str], tuple[int, ...]]] = {}
 
     def add(self, source: str, text: str, step: int | None = None, args: Any = None) -> None:
         """Add a source; ``args`` are the producing call's arguments (for echoes and designation)."""
@@ -156,6 +157,15 @@ class SourceIndex:
 
     def names(self, positions) -> frozenset[str]:
         return frozenset(map(self._names.__getitem__, positions))
+
+    def found(self, key: str, positions: list[int]) -> tuple[frozenset[str], tuple[int, ...]]:
+        """The names and positions of ``positions`` (``tokens_of(key)``), built once per key and length:
+        a key's positions only ever grow by appending, and most arguments repeat (ids passed at every step)."""
+        cache_key = (key, len(positions))
+        hit = self._found.get(cache_key)
+        if hit is None:
+            hit = self._found[cache_key] = (self.names(positions), tuple(positions))
+        return hit
 
     def tokens_of(self, key: str) -> list[int]:
         """The positions (ascending) of the sources holding ``key`` as a plain token; do not modify."""
@@ -178,12 +188,13 @@ class SourceIndex:
         return found
 
     def _catch_up(self, table: dict[str, list[int]], start: int, keys_of) -> None:
+        get = table.get
         for position in range(start, len(self._sources)):
-            for key in keys_of(self._sources[position][2]):
-                found = table.get(key)
+            for key in keys_of(self._sources[position][2]):  # a set: each key once per source
+                found = get(key)
                 if found is None:
                     table[key] = [position]
-                elif found[-1] != position:
+                else:
                     found.append(position)
 
     def origins(self, position: int, keys: tuple[str, ...]) -> list[Origin]:
@@ -413,7 +424,7 @@ def trace(traj: Trajectory, scan: frozenset[str] | set[str] = frozenset(),
         for path, value in walk(step.args):
             if is_identifier(value):
                 found.append(_lookup(index, step, path, str(value), False, deep))
-            elif isinstance(value, str) and value:
+            elif scanning and isinstance(value, str) and value:
                 for text, embedded in _inside(value, scanning):
                     found.append(_lookup(index, step, path, text, embedded, deep)._replace(whole=value))
         if step.result is not None:
@@ -452,9 +463,14 @@ def _words(text: str) -> list[str]:
 def _lookup(index: SourceIndex, step: Any, path: str, value: str, embedded: bool, thorough: bool) -> Argument:
     key = value.casefold()
     positions = index.tokens_of(key)
-    if positions and (not thorough or index.has_user(positions)):
-        return Argument(step.index, step.tool, path, value, index.names(positions), (), (key,), tuple(positions),
-                        embedded)
+    # The common case, inline (a lookup per argument leaf is most of tracing): found verbatim, and for a
+    # privileged tool found in the user's input too. Positions only grow by appending, so (key, length)
+    # names their names and tuple.
+    if positions and (not thorough or positions[0] < index._users):
+        hit = index._found.get((key, len(positions)))
+        if hit is None:
+            hit = index.found(key, positions)
+        return Argument(step.index, step.tool, path, value, hit[0], (), (key,), hit[1], embedded)
     alternatives = forms.whole(key)
     looked_up = tuple(k for alt in alternatives[1:] for k in alt)
     if positions:  # found verbatim, but not in the user's input: did the user write it another way?
