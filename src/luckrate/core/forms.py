@@ -34,6 +34,7 @@ Out of reach, by design (see core/provenance.py for why a near-miss stays ``ungr
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from decimal import Decimal, InvalidOperation
 
@@ -169,9 +170,12 @@ def text_keys(text: str, toks: set[str]) -> set[str]:
     if not _STRUCTURED.search(text) and "." not in text:
         return keys
     for tok in toks:
-        for key in (url_key(tok), _grouped_key(tok)):
-            if key:
-                keys.add(key)
+        key = url_key(tok) if "." in tok else None
+        if key:
+            keys.add(key)
+        key = _grouped_key(tok)
+        if key:
+            keys.add(key)
     keys.update(key for m in _AMOUNT.finditer(text) if (key := number_key(m[0])))
     for date, stamp, _ in dates(text):
         keys.add(date)
@@ -183,14 +187,15 @@ def text_keys(text: str, toks: set[str]) -> set[str]:
     return keys
 
 
-def whole(value: str) -> list[tuple[str, ...]]:
+@functools.lru_cache(maxsize=4096)  # ids recur across a run's steps; a pure function of a bounded string
+def whole(value: str) -> tuple[tuple[str, ...], ...]:
     """The keys a value (case-folded, stripped) may be found under, each tuple all needed together.
 
     The value itself comes first; a date-time also offers its date and its time found separately.
     """
     alts: list[tuple[str, ...]] = [(value,)]
     if "@" in value or not _STRUCTURED.search(value) and "." not in value:
-        return alts  # an address, or a value with neither digits nor dots, has no other form here
+        return tuple(alts)  # an address, or a value with neither digits nor dots, has no other form here
     for key in (url_key(value), number_key(value), _grouped_key(value)):
         if key and (key,) not in alts:
             alts.append((key,))
@@ -206,7 +211,7 @@ def whole(value: str) -> list[tuple[str, ...]]:
     clocks = times(value)
     if len(clocks) == 1 and clocks[0][1] == (0, len(value)):
         alts.append((clocks[0][0],))
-    return list(dict.fromkeys(alts))
+    return tuple(dict.fromkeys(alts))  # a tuple: the cached answer is shared
 
 
 _EMAIL = re.compile(r"[a-z0-9._%+\-]+@[a-z0-9\-]+(?:\.[a-z0-9\-]+)*\.[a-z]{2,63}")
@@ -230,6 +235,20 @@ def is_strong(token: str) -> bool:
         host = key.split("/", 1)[0].split(":", 1)[0]
         return "://" in token or token.startswith("www") or "/" in key or host.rsplit(".", 1)[-1] in _WEB_TLDS
     return _IBAN.fullmatch(token) is not None or _LONG_DIGITS.fullmatch(token) is not None
+
+
+_CANONICAL = re.compile(r"-?\d+(?:\.\d+)?|[a-z0-9]*\d[a-z0-9]*|--\d\d-\d\d|\d{4}-\d\d-\d\d(?:t\d\d:\d\d)?|\d\d:\d\d")
+
+
+def could_be_form(key: str) -> bool:
+    """Whether some source's canonical form could equal ``key``: only a URL key, a number, a compact
+    grouped number, a date, date-time or time can. An id like ``sku-12`` or an address cannot, so its
+    verbatim miss needs no forms index at all."""
+    if "@" in key:
+        return False
+    if "." in key and url_key(key) == key:
+        return True
+    return _CANONICAL.fullmatch(key) is not None
 
 
 def is_whole_value(value: str) -> bool:

@@ -478,6 +478,10 @@ def _lookup(index: SourceIndex, step: Any, path: str, value: str, embedded: bool
         return _argument(step, path, value, index, set(positions) | users, looked_up, (key,), embedded)
     matched: list[str] = []
     hit: set[int] = set()
+    if len(alternatives) == 1 and not forms.could_be_form(key):
+        # No other spelling of the value, and no source's canonical form could spell it: the forms index,
+        # which costs a pass over every source, cannot find it.
+        return _argument(step, path, value, index, hit, looked_up, (), embedded)
     for alt in alternatives:
         hits = [index.positions(k, forms=True) for k in alt]
         if all(hits):
