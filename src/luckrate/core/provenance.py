@@ -238,7 +238,7 @@ class SourceIndex:
 
     def record(self, origin: Origin) -> list[Field]:
         """The value fields of the record ``origin`` sits in, with how many records its result holds."""
-        position = self._position(origin)
+        position = origin.position
         all_fields = self._fields(position).fields
         prefix = Field(origin.field or "", "", True).record
         if prefix is None:
@@ -269,7 +269,7 @@ class SourceIndex:
 
     def siblings(self, origin: Origin) -> tuple[int, dict[tuple[str, str], int]]:
         """How many records ``origin``'s result holds, and in how many each (field name, value) occurs."""
-        all_fields = self._fields(self._position(origin)).fields
+        all_fields = self._fields(origin.position).fields
         records: dict[str, set[tuple[str, str]]] = {}
         for f in all_fields:
             if not f.prose and f.record is not None:
@@ -291,13 +291,6 @@ class SourceIndex:
             called = self._called[position] = frozenset(
                 str(v).casefold() for _, v in walk(args or {}) if isinstance(v, (str, int)) and not isinstance(v, bool))
         return called
-
-    def _position(self, origin: Origin) -> int:
-        return origin.position
-
-    def has_user(self, positions: list[int]) -> bool:
-        """``positions`` ascending (as ``tokens_of`` gives them): the user's sources come first."""
-        return bool(positions) and positions[0] < self._users
 
 
 def _form_keys(text: str) -> set[str]:
