@@ -6,8 +6,9 @@ A value found only in untrusted free text is still *asked for* when the request 
   an event) whose value field is a name the user wrote and no sibling record shares (``sender: Bob``
   for "the article Bob posted"). A record singled out by a date, an id or a description is *not*
   enough: the event on the day the user asked about is exactly where an injected description sits
-  (measured: endorsing records described by shared words lost a third of the dev set's workspace
-  attacks);
+  (measured: endorsing every value of records described by shared words lost a third of the dev set's
+  workspace attacks). Only a *link* in a described record is endorsed, in a source the user pointed at
+  ("the message where someone wrote about a great restaurant", then its website);
 - it is an e-mail address in the name of a person the request names ("invite Dora; her e-mail is on
   her website" and ``dora@...``);
 - it is a link or a date, the request asks for links or dates by a common noun ("the websites posted
@@ -38,6 +39,9 @@ WEAK_DIGITS = 4
 WEAK_LENGTH = 2
 
 _WORD = re.compile(r"[^\W\d_]{3,}")
+_LONG_WORD = re.compile(r"[^\W\d_]{5,}")
+DESCRIBED_BY = 2
+"""Long words a record's free text must share with the request, and no sibling record, to be described."""
 _NAME = re.compile(r"(?<![\w.@/])[A-Z][a-z]{2,}(?![\w@])")
 # The kinds of value a request can ask for by a common noun (English).
 _KINDS = {"url": frozenset({"website", "websites", "site", "sites", "link", "links", "url", "urls"}),
@@ -85,6 +89,8 @@ def endorsed(arg: Argument, origin: Origin, prov: Provenance, request: Request) 
         if hit:
             return f"an address in the name of {hit!r}, whom the user named"
     kind = _kind(arg.value)
+    if kind == "url" and record and designated and not arg.embedded and _described(origin, prov, request):
+        return "a link in the record the request described, in a source the user pointed at"
     # A link inside a message body is not a link the user asked to visit; a date inside one may be the date
     # the user asked to be told.
     if kind and not (arg.embedded and kind == "url") and request.words & _KINDS[kind] and designated:
@@ -100,6 +106,21 @@ def _named(origin: Origin, prov: Provenance, request: Request) -> Field | None:
         if value in request.names and (count == 1 or seen.get((f.name, value), 0) < count):
             return f
     return None
+
+
+def _described(origin: Origin, prov: Provenance, request: Request) -> bool:
+    """The record's free text shares ``DESCRIBED_BY`` long words with the request that no sibling record has
+    ("the message where someone wrote about a great restaurant near the office")."""
+    prefix = origin.field and Field(origin.field, "", True).record
+    if not prefix:
+        return False
+    mine: set[str] = set()
+    others: set[str] = set()
+    for f in prov.index.all_fields(origin):
+        if f.prose and f.record is not None:
+            (mine if f.record == prefix else others).update(_LONG_WORD.findall(f.text.casefold()))
+    wanted = {w for w in request.words if len(w) >= 5}
+    return len((mine & wanted) - others) >= DESCRIBED_BY
 
 
 def _named_records(prov: Provenance, request: Request) -> list[Field]:

@@ -250,6 +250,10 @@ class SourceIndex:
         names an object of the source (a channel, a file) rather than quoting from its text."""
         return origin.source != USER and " ".join(text.casefold().split()) in self._fields(origin.position).texts
 
+    def all_fields(self, origin: Origin) -> list[Field]:
+        """Every field of ``origin``'s source."""
+        return self._fields(origin.position).fields
+
     def record_fields(self, origin: Origin) -> list[Field]:
         """Every field (value or free text) of the record ``origin`` sits in."""
         prefix = Field(origin.field or "", "", True).record
