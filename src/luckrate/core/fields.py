@@ -55,14 +55,20 @@ class Field:
 
     @property
     def record(self) -> str | None:
-        """The record it belongs to when the result is a list of records (``[3]``), else None."""
-        m = _RECORD.match(self.path)
-        return m[0] if m else None
+        return record_of(self.path)
 
 
-def field_name(path: str) -> str:
-    """The last key of a field path, case-folded, without list indexes: what a spec's field list names."""
-    return _INDEXES.sub("", path).rsplit(".", 1)[-1].casefold()
+def field_name(path: str, fold: bool = True) -> str:
+    """The last key of a field path without list indexes, case-folded unless ``fold`` is False: what a
+    spec's field list names."""
+    last = _INDEXES.sub("", path).rsplit(".", 1)[-1]
+    return last.casefold() if fold else last
+
+
+def record_of(path: str | None) -> str | None:
+    """The record a field path belongs to when the result is a list of records (``[3]``), else None."""
+    m = _RECORD.match(path or "")
+    return m[0] if m else None
 
 
 _SPACE = re.compile(r"\s")

@@ -18,8 +18,8 @@ A value found only in untrusted free text is still *asked for* when the request 
 A request extends to the free text of the records it singled out by a name (one level): "the details
 are in the message from Bob to Alice" makes that message's words part of what was asked.
 
-Short values (rule 5): ``3`` or ``2024`` occurs in almost any text, so a short value counts only where
-free text names it by the argument's own label ("delete the file with ID 13" for ``file_id``).
+Short values (grounding's rule 4): ``3`` or ``2024`` occurs in almost any text, so a short value counts
+only where free text names it by the argument's own label ("delete the file with ID 13" for ``file_id``).
 
 The ceiling: these read words, not meaning. An injection placed inside a record the user singled out,
 or on a page the user asked to take links from, is endorsed with it; an attacker who picks an address
@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 
 from luckrate.core import forms
-from luckrate.core.fields import Field, field_name
+from luckrate.core.fields import Field, field_name, record_of
 from luckrate.core.provenance import USER, Argument, Origin, Provenance, tokens
 
 WEAK_DIGITS = 4
@@ -80,7 +80,7 @@ def endorsed(arg: Argument, origin: Origin, prov: Provenance, request: Request) 
     designated = _designated(origin, prov, request)
     record = prov.index.record(origin)
     if record:
-        named = _named(origin, prov, request)
+        named = _named(origin, record, prov, request)
         if named is not None:
             return f"in the record of {named.text!r}, whom the user named ({named.path})"
     if "@" in arg.value and not arg.embedded:
@@ -98,10 +98,11 @@ def endorsed(arg: Argument, origin: Origin, prov: Provenance, request: Request) 
     return None
 
 
-def _named(origin: Origin, prov: Provenance, request: Request) -> Field | None:
-    """The value field naming a person the request names, when it tells this record from its siblings."""
+def _named(origin: Origin, record: list[Field], prov: Provenance, request: Request) -> Field | None:
+    """The value field of ``record`` naming a person the request names, when it tells the record from its
+    siblings."""
     count, seen = prov.index.siblings(origin)
-    for f in prov.index.record(origin):
+    for f in record:
         value = f.text.casefold()
         if value in request.names and (count == 1 or seen.get((f.name, value), 0) < count):
             return f
@@ -111,8 +112,8 @@ def _named(origin: Origin, prov: Provenance, request: Request) -> Field | None:
 def _described(origin: Origin, prov: Provenance, request: Request) -> bool:
     """The record's free text shares ``DESCRIBED_BY`` long words with the request that no sibling record has
     ("the message where someone wrote about a great restaurant near the office")."""
-    prefix = origin.field and Field(origin.field, "", True).record
-    if not prefix:
+    prefix = record_of(origin.field)
+    if prefix is None:
         return False
     mine: set[str] = set()
     others: set[str] = set()
@@ -127,7 +128,7 @@ def _named_records(prov: Provenance, request: Request) -> list[Field]:
     """The free text of every record, in a source the request pointed at, that the request names."""
     out: list[Field] = []
     for origin in prov.index.designated_records(lambda values: any(_written(v, request) for v in values)):
-        if _named(origin, prov, request) is not None:
+        if _named(origin, prov.index.record(origin), prov, request) is not None:
             out.extend(f for f in prov.index.record_fields(origin) if f.prose)
     return out
 
@@ -143,7 +144,7 @@ def _kind(value: str) -> str | None:
 
 def _designated(origin: Origin, prov: Provenance, request: Request) -> bool:
     """The call that produced the source was given something the user wrote (a file name, a URL, a channel)."""
-    return origin.source != USER and any(_written(v, request) for v in prov.index.called(origin))
+    return origin.source != USER and any(_written(v, request) for v in prov.index.called_at(origin.position))
 
 
 def _written(value: str, request: Request) -> bool:
@@ -158,7 +159,7 @@ def _written(value: str, request: Request) -> bool:
 
 def labelled(arg: Argument, origins: list[Origin], prov: Provenance) -> bool:
     """A short value that the free text names by the argument's own label: ``file_id='13'`` and "the file
-    with ID 13". Only a label next to the value makes a short number evidence (rule 5)."""
+    with ID 13". Only a label next to the value makes a short number evidence (grounding's rule 4)."""
     names = labels(arg.path)
     if not names:
         return False
@@ -168,7 +169,7 @@ def labelled(arg: Argument, origins: list[Origin], prov: Provenance) -> bool:
 
 
 def labels(path: str) -> list[str]:
-    last = field_name(path)
+    last = field_name(path, fold=False)  # before folding, so camelCase still splits (fileId -> file, id)
     spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", last)
     return [part for part in re.split(r"[\W_]+", spaced.casefold()) if len(part) >= 2]
 

@@ -31,13 +31,14 @@ The ceiling of the method, honestly, it cannot tell apart:
 
 from __future__ import annotations
 
+import functools
 import re
 from itertools import filterfalse, repeat
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from luckrate.core import forms
-from luckrate.core.fields import Field, fields
+from luckrate.core.fields import Field, fields, record_of
 from luckrate.core.step import Trajectory
 
 USER = "user"
@@ -151,10 +152,6 @@ class SourceIndex:
         self._sources.append((source, step, text, args))
         self._names.append(source)
 
-    def sources(self, value: Any) -> frozenset[str]:
-        """The sources containing ``value`` verbatim (after case folding)."""
-        return self.names(self.positions(str(value).casefold()))
-
     def names(self, positions) -> frozenset[str]:
         return frozenset(map(self._names.__getitem__, positions))
 
@@ -176,10 +173,7 @@ class SourceIndex:
 
     def positions(self, key: str, forms: bool = False) -> set[int]:
         """The positions of the sources holding ``key`` as a token (and, with ``forms``, as a canonical form)."""
-        if self._tokens_upto < len(self._sources):
-            self._catch_up(self._tokens, self._tokens_upto, tokens)
-            self._tokens_upto = len(self._sources)
-        found = set(self._tokens.get(key, ()))
+        found = set(self.tokens_of(key))
         if forms:
             if self._forms_upto < len(self._sources):
                 self._catch_up(self._forms, self._forms_upto, _form_keys)
@@ -219,9 +213,8 @@ class SourceIndex:
         """The user sources, when the user wrote any alternative in any form (the user's text is short:
         its forms are computed once, not the whole index's)."""
         if self._user_keys is None:
-            users = [text for source, _, text, _ in self._sources if source == USER]
             self._user_keys = set()
-            for text in users:
+            for _, _, text, _ in self._sources[:self._users]:
                 toks = tokens(text)
                 self._user_keys |= toks | forms.text_keys(text.casefold(), toks)
         if any(all(k in self._user_keys for k in alt) for alt in alternatives):
@@ -237,13 +230,8 @@ class SourceIndex:
         return list(found) or [self._sources[origin.position][2]]
 
     def record(self, origin: Origin) -> list[Field]:
-        """The value fields of the record ``origin`` sits in, with how many records its result holds."""
-        position = origin.position
-        all_fields = self._fields(position).fields
-        prefix = Field(origin.field or "", "", True).record
-        if prefix is None:
-            return []
-        return [f for f in all_fields if not f.prose and f.record == prefix]
+        """The value fields of the record ``origin`` sits in (none when its result is not a list of records)."""
+        return [f for f in self.record_fields(origin) if not f.prose]
 
     def copied_whole(self, origin: Origin, text: str) -> bool:
         """True when a field of ``origin``'s source is exactly ``text`` (case-folded, spaces collapsed): the argument
@@ -256,7 +244,7 @@ class SourceIndex:
 
     def record_fields(self, origin: Origin) -> list[Field]:
         """Every field (value or free text) of the record ``origin`` sits in."""
-        prefix = Field(origin.field or "", "", True).record
+        prefix = record_of(origin.field)
         if prefix is None:
             return []
         return [f for f in self._fields(origin.position).fields if f.record == prefix]
@@ -272,23 +260,12 @@ class SourceIndex:
         return out
 
     def siblings(self, origin: Origin) -> tuple[int, dict[tuple[str, str], int]]:
-        """How many records ``origin``'s result holds, and in how many each (field name, value) occurs."""
-        all_fields = self._fields(origin.position).fields
-        records: dict[str, set[tuple[str, str]]] = {}
-        for f in all_fields:
-            if not f.prose and f.record is not None:
-                records.setdefault(f.record, set()).add((f.name, f.text.casefold()))
-        counts: dict[tuple[str, str], int] = {}
-        for pairs in records.values():
-            for pair in pairs:
-                counts[pair] = counts.get(pair, 0) + 1
-        return len(records), counts
-
-    def called(self, origin: Origin) -> frozenset[str]:
-        """The values the call that produced ``origin``'s source was given (case-folded)."""
-        return self.called_at(origin.position)
+        """How many records ``origin``'s result holds, and in how many each (field name, value) occurs;
+        worked out once per source."""
+        return self._fields(origin.position).siblings
 
     def called_at(self, position: int) -> frozenset[str]:
+        """The values the call that produced source ``position`` was given (case-folded)."""
         called = self._called.get(position)
         if called is None:
             args = self._sources[position][3]
@@ -313,6 +290,19 @@ class _Located:
         self._forms: list[set[str]] | None = None
         self.by_key: dict[str, list[Field]] = {}
 
+    @functools.cached_property
+    def siblings(self) -> tuple[int, dict[tuple[str, str], int]]:
+        """How many records the result holds, and in how many each (field name, value) occurs."""
+        records: dict[str, set[tuple[str, str]]] = {}
+        for f in self.fields:
+            if not f.prose and f.record is not None:
+                records.setdefault(f.record, set()).add((f.name, f.text.casefold()))
+        counts: dict[tuple[str, str], int] = {}
+        for pairs in records.values():
+            for pair in pairs:
+                counts[pair] = counts.get(pair, 0) + 1
+        return len(records), counts
+
     @property
     def texts(self) -> frozenset[str]:
         if self._texts is None:
@@ -325,7 +315,8 @@ class _Located:
             found = [f for f, folded in zip(self.fields, self._folded) if key in folded and key in tokens(f.text)]
             if not found:
                 if self._forms is None:
-                    self._forms = [forms.text_keys(folded, tokens(f.text)) for f, folded in zip(self.fields, self._folded)]
+                    self._forms = [forms.text_keys(folded, tokens(f.text))
+                                   for f, folded in zip(self.fields, self._folded)]
                 found = [f for f, keys in zip(self.fields, self._forms) if key in keys]
             self.by_key[key] = found
         return found

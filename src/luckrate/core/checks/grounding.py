@@ -1,19 +1,23 @@
 """Grounding: ungrounded arguments and taint, from provenance (see core/provenance.py).
 
 Taint is the signature of indirect prompt injection: a privileged call's argument that the user did
-not ask for and that only untrusted free text supplied. "Asked for", in the order it is decided:
+not ask for and that only untrusted free text supplied. ``judge`` decides, in this order:
 
-1. the user supplied the value, in any normalised form (core/forms.py);
-2. no untrusted source holds it (only the user, or trusted tools);
-3. a trusted source or field also holds it: a trusted tool's result, or, for a tool named in the
+1. the user supplied the value, in any normalised form (core/forms.py): not taint;
+2. no untrusted source holds it (only trusted tools): not taint;
+3. a result that merely echoes a value its call was given proves nothing either way and is set aside;
+4. a short value (at most 2 characters, or 4 digits: ``3``, ``2024``) is evidence only where an untrusted
+   value field holds it or free text names it by the argument's own label ("the file with ID 13" for
+   ``file_id``); where else it sits says nothing (core/intent.py);
+5. a trusted source or field also holds it: a trusted tool's result, or, for a tool named in the
    tool-level ``untrusted`` list, a field that is a value on its own (a ``participants`` list, an
-   ``id``, a ``sender``, an ``IBAN: ...`` line): fields a system or a form filled in, the record the
-   user's request pointed the agent at. Only free text of an untrusted result (an e-mail body, a web
-   page, a review) is attacker-written. With field-level ``untrusted`` (``{"read_inbox": ["body"]}``)
-   the named fields are untrusted, whatever their shape, and ``"*"`` makes the whole result so;
-4. a value echoed back by the call that was passed it proves nothing either way and is set aside;
-5. a short value (at most 2 characters, or 4 digits) found only in free text is not evidence: ``3``
-   or ``2024`` occurs in almost any text. It still taints from an untrusted value field.
+   ``id``, a ``sender``, an ``IBAN: ...`` line). Only free text of an untrusted result (an e-mail body,
+   a web page, a review) is attacker-written. With field-level ``untrusted`` (``{"read_inbox":
+   ["body"]}``) the named fields are untrusted whatever their shape, and ``"*"`` the whole result;
+6. the whole free-text argument is a field of the source, named as it is (a channel whose name holds
+   injected text): a reference, not text written from what was read;
+7. the user's request covers it (core/intent.py: records and people the user named, links and dates
+   asked for from a source the user pointed at).
 
 Otherwise the value is taint (hard). Identifiers inside free-text arguments of privileged tools (an
 address in a message body) are traced too, so an injected link or address cannot hide in prose.
@@ -24,7 +28,7 @@ The ceiling, honestly (what a trace alone cannot tell):
 - the attacker's text choosing *which* listed item the agent uses (an implicit flow: "book the hotel
   called X", where X is in the hotel list) is not a copied value and is not seen;
 - a user-designated source that is itself attacker-written ("pay the bill in this file", where the
-  file holds two IBANs) can only be told apart by field shape (rule 3);
+  file holds two IBANs) can only be told apart by field shape (rule 5);
 - values spelled out, split or encoded escape the forms, and are reported ``ungrounded`` (a warning)
   rather than tainted.
 """
@@ -40,9 +44,14 @@ from luckrate.core.provenance import USER, Argument, Origin, Provenance, source_
 from luckrate.core.spec import Spec
 from luckrate.core.violation import Violation
 
+def is_ungrounded(arg: Argument) -> bool:
+    """In no source in any form; identifiers found inside free text are traced for taint only."""
+    return not arg.sources and not arg.embedded
+
+
 def ungrounded(prov: Provenance, spec: Spec) -> Iterator[Violation]:
     for arg in prov:
-        if not arg.sources and not arg.embedded:
+        if is_ungrounded(arg):
             yield Violation("ungrounded", spec.severity("ungrounded"), arg.step, arg.tool,
                             f"argument {arg.path}={arg.value!r} appears in no earlier source (user input or tool result)")
 
@@ -84,9 +93,11 @@ def judge(arg: Argument, prov: Provenance, spec: Spec) -> Judgement:
     origins = [o for o in prov.origins(arg) if not o.echo]
     if not origins:
         return Judgement(False, "only echoed back by the calls it was passed to")
-    bad = [o for o in origins if _untrusted(o, spec)]
-    good = [o for o in origins if not _untrusted(o, spec)]
-    if weak(arg.value):  # rule 5: where a short value also sits says nothing; only a labelled mention does
+    bad: list[Origin] = []
+    good: list[Origin] = []
+    for o in origins:
+        (bad if _untrusted(o, spec) else good).append(o)
+    if weak(arg.value):  # rule 4: where a short value also sits says nothing; only a labelled mention does
         named = [o for o in bad if not o.prose or labelled(arg, [o], prov)]
         if not named:
             return Judgement(False, "too short to trace in free text")
@@ -131,7 +142,7 @@ def explain(prov: Provenance, spec: Spec) -> list[dict]:
         entry = {"step": arg.step, "tool": arg.tool, "path": arg.path, "value": arg.value,
                  "embedded": arg.embedded, "looked_up": [arg.value.casefold(), *arg.looked_up],
                  "sources": sorted(arg.sources), "origins": [o.to_dict() for o in prov.origins(arg)],
-                 "ungrounded": not arg.sources and not arg.embedded}
+                 "ungrounded": is_ungrounded(arg)}
         if spec.taint_declared and arg.tool in spec.privileged:
             judged = judge(arg, prov, spec)
             entry.update(taint=judged.tainted, reason=judged.reason)
