@@ -1,9 +1,10 @@
 """Provenance: where did each identifier-shaped argument come from?
 
 Walking the trajectory in order, the sources seen so far are the user's input (``user``) and each
-tool result once it returned (``tool:<name>``). Each source is indexed at most once, when a lookup first
-needs it, into a map from key to the sources that contain it, so looking an argument up costs a dict
-probe and grading stays linear in the size of the trajectory (no rescan of earlier results per argument).
+tool result once it returned (``tool:<name>``). A run's first lookups search the sources' text and cut
+only the tokens a key occurs in; once the text searched passes a few times the text held, each source is
+indexed once into a map from key to the sources that contain it, so grading stays linear in the size of
+the trajectory however many arguments it has (``SourceIndex.tokens_of``).
 
 Identifier-shaped (the exact rule): a string of 1..256 characters with no whitespace, containing at
 least one letter or digit and at least one mark of an identifier — a digit or one of ``@ / : - _ .``
@@ -92,6 +93,41 @@ def tokens(text: str) -> set[str]:
     return out
 
 
+SCAN_FACTOR = 8
+"""Scan sources for keys until the characters scanned pass this many times the characters held (then
+index every token: ``SourceIndex.tokens_of``)."""
+TOKEN_WINDOW = 512
+"""How far back from a hit its token's start is looked for; a longer token has the whole text cut."""
+_CUT_CLASS = "[\\s" + re.escape(_TOKEN_CHARS) + "]"
+# What tokens() cuts at: whitespace (str.split and the regex \s agree, as above) and the token cuts.
+_CUT_OR_SPACE = re.compile(_CUT_CLASS)
+_TOKEN_START = re.compile(r"(?s).*" + _CUT_CLASS)
+
+
+def _holds(folded: str, key: str) -> bool:
+    """``key in tokens(folded)``, cutting only the tokens ``key`` occurs in. Exact: tokens() treats each
+    token on its own, and everything it derives from a token lies inside that token."""
+    at = folded.find(key)
+    while at >= 0:
+        after = _CUT_OR_SPACE.search(folded, at + len(key))
+        stop = after.start() if after else len(folded)
+        low = max(0, at - TOKEN_WINDOW)
+        before = _TOKEN_START.match(folded, low, at)
+        if before is not None:
+            start = before.end()
+        elif low == 0:
+            start = 0
+        else:
+            return key in tokens(folded)
+        if start == at and stop == at + len(key):
+            if not key.isalpha():  # the token is the key (a token of letters only is not indexed)
+                return True
+        elif key in tokens(folded[start:stop]):
+            return True
+        at = folded.find(key, stop)
+    return False
+
+
 def _cut(text: str, table: dict[int, str], ascii_table: bytes) -> str:
     """``text`` with every cut character replaced by a space."""
     if text.isascii():
@@ -126,7 +162,8 @@ class SourceIndex:
 
     Three layers, each built only as lookups need it, so grading stays linear and a run whose values
     are all found verbatim pays for plain tokens only:
-    - plain tokens (``tokens()``), caught up to the newest source at each lookup;
+    - plain tokens (``tokens()``): scanned for while lookups are few, then indexed and caught up to the
+      newest source at each lookup;
     - canonical forms (core/forms.py), built from the first lookup that needs one;
     - fields (core/fields.py), per source, only for sources an argument is traced to by ``origins``.
     """
@@ -136,7 +173,14 @@ class SourceIndex:
         self._names: list[str] = []
         self._users = 0
         """User sources come first (``trace`` adds them before any step): positions below this are the user's."""
-        self._tokens: dict[str, list[int]] = {}
+        self._folded: list[str] = []
+        self._chars = 0
+        """Characters of every source so far."""
+        self._scans: dict[str, tuple[list[int], int]] = {}
+        """key -> (positions holding it, sources scanned for it): the scanning mode's results."""
+        self._scanned = 0
+        """Characters scanned so far; past ``SCAN_FACTOR`` times ``_chars``, the token index takes over."""
+        self._tokens: dict[str, list[int]] | None = None
         self._tokens_upto = 0
         self._forms: dict[str, list[int]] = {}
         self._forms_upto = 0
@@ -151,6 +195,8 @@ class SourceIndex:
             self._users += 1
         self._sources.append((source, step, text, args))
         self._names.append(source)
+        self._folded.append(text.casefold())
+        self._chars += len(text)
 
     def names(self, positions) -> frozenset[str]:
         return frozenset(map(self._names.__getitem__, positions))
@@ -165,11 +211,36 @@ class SourceIndex:
         return hit
 
     def tokens_of(self, key: str) -> list[int]:
-        """The positions (ascending) of the sources holding ``key`` as a plain token; do not modify."""
+        """The positions (ascending) of the sources holding ``key`` as a plain token; do not modify.
+
+        Two modes, one answer (tests/core/test_provenance_scan.py checks they agree). A run starts by
+        *scanning*: each new key is searched for in the sources' text (a C substring search), and only the
+        token a hit sits in is cut, so sources no key occurs in are never tokenised (most of a result's
+        text is never looked up). Once the characters scanned pass ``SCAN_FACTOR`` times the characters
+        held, lookups outnumber what an index costs to build, and the *token index* takes over for the rest
+        of the run: grading stays linear however long the run."""
+        if self._tokens is None:
+            if self._scanned <= SCAN_FACTOR * self._chars:
+                return self._scan(key)
+            self._tokens, self._scans = {}, {}
         if self._tokens_upto < len(self._sources):
             self._catch_up(self._tokens, self._tokens_upto, tokens)
             self._tokens_upto = len(self._sources)
         return self._tokens.get(key, _NONE)
+
+    def _scan(self, key: str) -> list[int]:
+        found, upto = self._scans.get(key) or ([], 0)
+        total = len(self._folded)
+        if upto < total:
+            if _CUT_OR_SPACE.search(key) is None and key:  # a key with a cut in it is in no token
+                folded = self._folded
+                for position in range(upto, total):
+                    text = folded[position]
+                    self._scanned += len(text)
+                    if key in text and _holds(text, key):
+                        found.append(position)
+            self._scans[key] = (found, total)
+        return found
 
     def positions(self, key: str, forms: bool = False) -> set[int]:
         """The positions of the sources holding ``key`` as a token (and, with ``forms``, as a canonical form)."""

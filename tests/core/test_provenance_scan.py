@@ -1,0 +1,100 @@
+"""SourceIndex's two lookup modes (scanning the sources' text, and the token index) give one answer."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from luckrate.core import provenance
+from luckrate.core.provenance import SourceIndex, tokens
+
+# Letters, identifier marks, every token and part cut, Unicode whitespace (\x1c and \x85 are spaces to
+# str.split), and characters whose case-folding changes their length.
+_ALPHABET = "ab19-_.:/@ ,;\"'`()[]{}<>|\\\n\t?!=&#*" + "\u00e9\u2003\u00df\u0130\x1c\x85"
+texts = st.text(alphabet=_ALPHABET, max_size=60)
+
+
+def _keys(text: str, extra: list[str]) -> list[str]:
+    """The text's own tokens, every substring of its folded form up to 8 long, and unrelated keys."""
+    folded = text.casefold()
+    subs = {folded[i:j] for i in range(len(folded)) for j in range(i + 1, min(len(folded), i + 8) + 1)}
+    return sorted(tokens(text) | subs | set(extra))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=texts, extra=st.lists(texts, max_size=3))
+def test_holds_is_membership_in_tokens(text, extra):
+    folded, toks = text.casefold(), tokens(text)
+    for key in _keys(text, extra):
+        if key:
+            scanned = provenance._CUT_OR_SPACE.search(key) is None and provenance._holds(folded, key)
+            assert scanned == (key in toks), key
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=texts)
+def test_a_token_longer_than_the_window_is_cut_whole(text):
+    # A window of 3 characters sends most hits to the fallback (cutting the whole text): same answer.
+    saved = provenance.TOKEN_WINDOW
+    provenance.TOKEN_WINDOW = 3
+    try:
+        folded, toks = text.casefold(), tokens(text)
+        for key in _keys(text, []):
+            if key and provenance._CUT_OR_SPACE.search(key) is None:
+                assert provenance._holds(folded, key) == (key in toks), key
+    finally:
+        provenance.TOKEN_WINDOW = saved
+
+
+def _index(sources: list[str], scan: bool) -> SourceIndex:
+    index = SourceIndex()
+    index.add("user", sources[0])
+    for i, text in enumerate(sources[1:]):
+        index.add(f"tool:t{i}", text, i)
+    # Scanning with a budget that never runs out, or past the budget from the start (the token index).
+    index._scanned = -10**9 if scan else 1 + provenance.SCAN_FACTOR * index._chars
+    return index
+
+
+@settings(max_examples=150, deadline=None)
+@given(sources=st.lists(texts, min_size=1, max_size=5))
+def test_scanning_and_the_token_index_agree(sources):
+    keys = sorted(set().union(*(tokens(t) for t in sources)) | {"a1", "9", "x-1"})
+    scanning, indexed = _index(sources, True), _index(sources, False)
+    for key in keys:
+        assert list(scanning.tokens_of(key)) == list(indexed.tokens_of(key)), key
+    assert scanning._tokens is None and indexed._tokens is not None
+
+
+def test_lookups_past_the_budget_switch_to_the_index_for_good():
+    index = SourceIndex()
+    index.add("user", "order ORD-1")
+    for i in range(10):
+        index.add("tool:lookup", f'{{"id": "ORD-{i}", "note": "{"word " * 20}"}}', i)
+    assert index.tokens_of("ord-3") == [4] and index._tokens is None
+    for i in range(100):  # each new key scans every source: the budget runs out
+        index.tokens_of(f"key-{i}")
+    assert index.tokens_of("ord-3") == [4]
+    assert index._tokens is not None
+    index.add("tool:lookup", '{"id": "ORD-3"}', 10)  # later sources join the index, not a scan
+    assert index.tokens_of("ord-3") == [4, 11]
+
+
+def test_a_key_scanned_before_later_sources_arrive_finds_them_too():
+    index = SourceIndex()
+    index.add("user", "refund ORD-7")
+    assert index.tokens_of("ord-7") == [0]
+    index.add("tool:lookup", "ORD-7, shipped", 0)
+    index.add("tool:lookup", "xORD-7 is no match", 1)
+    assert index.tokens_of("ord-7") == [0, 1]
+
+
+@pytest.mark.parametrize("text, key, held", [
+    ('{"order_id": "ORD-12"}', "ord-12", True),
+    ("see https://x.test/a.", "https://x.test/a", True),
+    ("mailto:bob@x.test", "bob@x.test", True),
+    ("ORD-123", "ord-12", False),  # a prefix of a token is not the token
+    ("refund", "refund", False),  # letters only are never indexed
+    ("refund.", "refund", True),  # ... but a token with its sentence mark stripped is
+])
+def test_holds_examples(text, key, held):
+    assert provenance._holds(text.casefold(), key) is held
