@@ -9,7 +9,8 @@ own and a change to one stage can be checked A/B in seconds:
 - assemble: ``Assembler.add`` plus completing every trace (the assembler thread);
 - adapt: ``trajectory_from_spans`` (spans -> trajectory, on the grader thread);
 - grade: ``grade`` against the example spec;
-- metrics: ``Telemetry.run`` and the two histogram records the worker makes per trace.
+- metrics: ``Telemetry.run`` and the two histogram records the worker makes per trace, counted in a
+  ``Tally`` and handed to ``Telemetry`` once per round, as the grader thread does.
 
 Memory: the bytes ``tracemalloc`` sees allocated by compacting and buffering tool-span-only requests in
 an ``Assembler`` that never completes a trace, divided by the spans buffered (the Python-object part of
@@ -34,6 +35,7 @@ from luckrate.adapters.otlp import records_from_request, request_from_protobuf, 
 from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
 from luckrate.service.assembler import Assembler, Limits
+from luckrate.service.tally import Tally, apply
 from luckrate.service.telemetry import Labels, Telemetry
 
 SPEC = Path(__file__).resolve().parent.parent / "examples" / "spec.py"
@@ -70,11 +72,13 @@ def one_round(template: traffic.Template, specs, telemetry: Telemetry) -> dict[s
     grades: list = []
     out["grade"] = _time(lambda: grades.extend(grade(t, s) for t, s in pairs), spans)
 
-    def metrics() -> None:
+    def metrics() -> None:  # as the grader thread counts: in a Tally, handed to Telemetry once per round
+        tally = Tally()
         for g, (_, s) in zip(grades, pairs):
-            telemetry.run(g, s, s.name)
-            telemetry.add("luckrate.grade.duration", 0.001)
-            telemetry.add("luckrate.verdict.delay", 0.5)
+            tally.run(g, s, s.name, trace=(b"\x01" * 16, b"\x02" * 8))
+            tally.add("luckrate.grade.duration", 0.001)
+            tally.add("luckrate.verdict.delay", 0.5)
+        apply(tally.cut([]), telemetry)
 
     out["metrics"] = _time(metrics, spans)
     out["total"] = sum(out.values())

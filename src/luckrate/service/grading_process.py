@@ -12,89 +12,15 @@ import logging
 import signal
 import time
 import zlib
-from dataclasses import dataclass, field
 from typing import Any
 
 from luckrate.adapters.otlp import OutputRule, records_from_request, request_from_protobuf, trajectory_from_spans
 from luckrate.core.spec import load_specs
 from luckrate.service.assembler import Assembler, Limits
 from luckrate.service.config import ServiceConfig
-from luckrate.service.exemplars import span_ids
-from luckrate.service.telemetry import BY_NAME, Labels, Telemetry
+from luckrate.service.tally import REPORT_EVERY, Report, Tally
 from luckrate.service.verdict_events import verdict_events
 from luckrate.service.worker import VerdictLog, Worker
-
-REPORT_EVERY = 0.05
-"""Seconds between a busy worker's reports: /metrics lags the workers by about this much."""
-MAX_AGENT = 1024
-"""Longest agent name a worker sends back (the receiving process cuts label values further)."""
-
-
-@dataclass
-class Report:
-    """What a worker settled since its last report."""
-
-    counts: dict[tuple[str, tuple[tuple[str, str], ...]], float]
-    """(instrument, attributes) -> delta, for counters and the active-traces gauge; agent names raw."""
-    samples: dict[str, list[float]]
-    """Histogram instrument -> values recorded."""
-    lines: list[str]
-    """Verdict log lines."""
-    settled: int
-    """Spans graded, duplicate or late: their budget is given back."""
-    done: bool = False
-    """The last report: the worker drained its buffer and is exiting."""
-    exemplars: dict = field(default_factory=dict)
-    """(instrument, attributes) -> (trace id, span id) of the latest increment that carried a graded trace."""
-
-
-class _RawAgents:
-    """A worker's label policy: agent names go back raw (the first-N list lives in the receiving process, so
-    that N workers share one), tool names are already bounded by the spec."""
-
-    @staticmethod
-    def agent(name: str | None) -> str:
-        return (name or "")[:MAX_AGENT]
-
-    tool = staticmethod(Labels.tool)
-
-
-class Tally:
-    """A worker's Telemetry: records what Telemetry records, as deltas until the next report."""
-
-    def __init__(self) -> None:
-        self.labels = _RawAgents()
-        self._reset()
-
-    def _reset(self) -> None:
-        self.counts: dict = {}
-        self.samples: dict[str, list[float]] = {}
-        self.exemplars: dict = {}
-        self.settled = 0
-
-    def add(self, name: str, value: float = 1, *, context=None, **attributes: str) -> None:
-        if BY_NAME[name].kind == "histogram":
-            self.samples.setdefault(name, []).append(value)
-        else:
-            key = (name, tuple(attributes.items()))
-            self.counts[key] = self.counts.get(key, 0) + value
-            if context is not None and (ids := span_ids(context)) is not None:
-                self.exemplars[key] = ids  # the receiving process offers it with the summed increment
-
-    run = Telemetry.run  # the same instruments and labels, recorded through add and labels above
-
-    def release(self, n: int) -> None:
-        self.settled += n
-
-    @property
-    def pending(self) -> bool:
-        return bool(self.counts or self.samples or self.settled)
-
-    def cut(self, lines: list[str], done: bool = False) -> Report:
-        report = Report(self.counts, self.samples, lines, self.settled, done, self.exemplars)
-        self._reset()
-        return report
-
 
 class _HeldLines(VerdictLog):
     """A worker's verdict log: lines wait for the next report (one process writes the file)."""

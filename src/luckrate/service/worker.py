@@ -69,9 +69,12 @@ class Worker:
 
     def __init__(self, specs: Mapping[str, Spec], adapt: Callable[[tuple], Any], telemetry, *,
                  release: Callable[[int], None] = lambda n: None, clock: Callable[[], float] = time.monotonic,
-                 verdict_log: VerdictLog | None = None, events=None):
+                 verdict_log: VerdictLog | None = None, events=None, flush: Callable[[], Any] | None = None,
+                 flush_every: float = 0.05):
         """``adapt(spans) -> Trajectory`` raises InvalidInput for spans it cannot read. ``events`` (a
-        ``verdict_events.VerdictEvents``, or None) gets every graded run; its ``publish`` never blocks."""
+        ``verdict_events.VerdictEvents``, or None) gets every graded run; its ``publish`` never blocks.
+        ``flush``, when ``telemetry`` is a ``tally.Tally``: hands its counts on, called by the worker's
+        thread when it runs out of work, at least every ``flush_every`` seconds while busy, and on stop."""
         self._specs = specs
         self._adapt = adapt
         self._telemetry = telemetry
@@ -79,6 +82,8 @@ class Worker:
         self._clock = clock
         self._verdicts = verdict_log
         self._events = events
+        self._flush = flush
+        self._flush_every = flush_every
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
@@ -105,8 +110,14 @@ class Worker:
         return True
 
     def _run(self) -> None:
+        flushed = time.monotonic()
         while (item := self._queue.get()) is not _STOP:
             self.handle(item)
+            if self._flush is not None and (self._queue.empty() or time.monotonic() - flushed >= self._flush_every):
+                self._flush()
+                flushed = time.monotonic()
+        if self._flush is not None:
+            self._flush()
 
     def handle(self, trace: CompletedTrace) -> None:
         """Grade one trace; never raises."""

@@ -33,8 +33,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from luckrate.adapters.otlp.spans import Rejected, _judged
 from luckrate.service.assembler import SpanBudget
 from luckrate.service.config import ServiceConfig
-from luckrate.service.grading_process import Report, worker_main
-from luckrate.service.exemplars import trace_context
+from luckrate.service.grading_process import worker_main
+from luckrate.service.tally import Report, apply
 from luckrate.service.telemetry import Telemetry
 from luckrate.service.worker import VerdictLog
 
@@ -252,19 +252,8 @@ class WorkerPool:
         with slot.lock:
             slot.settled += report.settled
         self._budget.release(report.settled)  # before counting, so whoever sees the count also sees the room
-        telemetry = self._telemetry
         with self._apply_lock:
-            for (name, pairs), value in report.counts.items():
-                ids = report.exemplars.get((name, pairs))
-                attributes = dict(pairs)
-                if "agent" in attributes:
-                    attributes["agent"] = telemetry.labels.agent(attributes["agent"])
-                if name == "luckrate.traces.active":
-                    slot.active += int(value)
-                telemetry.add(name, value, context=trace_context(*ids) if ids else None, **attributes)
-            for name, values in report.samples.items():
-                for value in values:
-                    telemetry.add(name, value)
+            slot.active += apply(report, self._telemetry)
             if self._verdicts is not None:
                 for line in report.lines:
                     self._verdicts.write_line(line)
