@@ -68,10 +68,7 @@ for _c in CONVENTIONS:
 def classify(rec: SpanRecord) -> Role | None:
     """What the first convention that recognises the span says it is; else, for a span that only
     looks like a tool call, a tool call read as far as it can be (unmarked.py); else None."""
-    layout = rec.layout
-    for markers, read in _CLASSIFIERS:
-        if markers and not _carries(layout, markers):
-            continue
+    for read in _plan(rec.layout)[0]:
         role = read(rec)
         if role is not None:
             return role
@@ -83,6 +80,27 @@ def _carries(layout: dict[str, int], markers: tuple[str, ...]) -> bool:
         if key in layout:
             return True
     return False
+
+
+_Plan = tuple[tuple[Callable, ...], tuple[Callable, ...]]
+_plans: dict[int, tuple[dict, _Plan]] = {}
+PLANS_MAX = 4096
+"""Layouts whose plan is remembered (spans.py shares one layout dict among records with the same keys,
+so a plan is worked out once per layout, not per span). Cleared when full, like spans.py's layouts."""
+
+
+def _plan(layout: dict[str, int]) -> _Plan:
+    """The classifiers and message readers whose markers the layout carries, in registry order."""
+    held = _plans.get(id(layout))
+    if held is not None and held[0] is layout:  # the id of a layout since freed may be reused
+        return held[1]
+    plan = (tuple(read for markers, read in _CLASSIFIERS if not markers or _carries(layout, markers)),
+            tuple(read for markers, read in _READERS if not markers or _carries(layout, markers)))
+    if len(layout) <= spans.LAYOUT_KEYS:  # larger layouts are not shared (spans.py): nothing to reuse
+        if len(_plans) >= PLANS_MAX:
+            _plans.clear()
+        _plans[id(layout)] = (layout, plan)
+    return plan
 
 
 def input_messages(rec: SpanRecord) -> list[Message] | None:
@@ -97,10 +115,7 @@ def output_messages(rec: SpanRecord) -> list[Message] | None:
 
 
 def _read(rec: SpanRecord, direction: Direction) -> list[Message] | None:
-    layout = rec.layout
-    for markers, read in _READERS:
-        if markers and not _carries(layout, markers):
-            continue
+    for read in _plan(rec.layout)[1]:
         found = read(rec, direction)
         if found is not None:
             return found
