@@ -265,12 +265,21 @@ def test_the_pool_judges_spans_as_the_intake_does_and_shares_them_out():
            raw_span(rng.randbytes(16), rng.randbytes(8), parent=b"\x01"), raw_span(rng.randbytes(16), rng.randbytes(8))]
     req.resource_spans.extend(request_with(bad).resource_spans)
     pool = WorkerPool(ServiceConfig(), 3, telemetry=None, budget=None)
-    usable, rejected, shares = pool.judge(req)
+    usable, rejected, picks = pool.judge(req)
     assert (usable, sorted(map(repr, rejected))) == (lambda u, r: (u, sorted(map(repr, r))))(*usable_spans(req))
-    assert sum(shares) == usable == span_count(req) - 3
-    tids = [s.trace_id for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans if any(s.trace_id)]
-    assert shares == [sum(route(t, 3) == i for t in tids) - (i == route(bad[1].trace_id, 3))
-                      - (i == route(bad[2].trace_id, 3)) for i in range(3)]
+    assert sum(map(len, picks)) == usable == span_count(req) - 3
+    spans = [s for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans]
+    unusable = {spans.index(s) for s in spans if s.trace_id in (bad[0].trace_id, bad[1].trace_id, bad[2].trace_id)}
+    assert picks == [[p for p, s in enumerate(spans) if p not in unusable and route(s.trace_id, 3) == i]
+                     for i in range(3)]
+    # What each worker compacts from its positions is its share of the records, in request order.
+    from luckrate.adapters.otlp import records_from_request
+    from luckrate.adapters.otlp.spans import records_at
+
+    every = records_from_request(req)[0]
+    for i in range(3):
+        assert [r.span_id for r in records_at(req, picks[i])] == [
+            r.span_id for r in every if route(r.trace_id, 3) == i]
 
 
 def test_pool_lifecycle_in_process_start_consume_kill_stop():

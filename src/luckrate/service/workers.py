@@ -30,10 +30,10 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from luckrate.adapters.otlp.spans import Rejected, _judged
+from luckrate.adapters.otlp.spans import Rejected, route_spans
 from luckrate.service.assembler import SpanBudget
 from luckrate.service.config import ServiceConfig
-from luckrate.service.grading_process import worker_main
+from luckrate.service.grading_process import send_batch, send_stop, worker_main
 from luckrate.service.tally import Report, apply
 from luckrate.service.telemetry import Telemetry
 from luckrate.service.worker import VerdictLog
@@ -58,10 +58,11 @@ def _send_all(slot: "_Slot", messages: queue.SimpleQueue, conn) -> None:
     ``PoolBudget``'s byte bound keep the queue bounded)."""
     try:
         while (message := messages.get()) is not _STOP_SENDING:
-            conn.send(message)
             if message is None:
+                send_stop(conn)
                 break
-            slot.sent_bytes(messages, len(message[1]))
+            send_batch(conn, *message)
+            slot.sent_bytes(messages, len(message[2]))
     except OSError:
         pass  # the worker died; its reader counts what it held
     finally:
@@ -102,10 +103,10 @@ class _Slot:
     backlog: int = 0
     """Bytes queued for it and not yet written to its pipe."""
 
-    def send(self, message: tuple[float, bytes], spans: int) -> None:
+    def send(self, message: tuple[float, list[int], bytes], spans: int) -> None:
         with self.lock:  # one cut with a death: a batch counts against exactly one worker process
             self.sent += spans
-            self.backlog += len(message[1])
+            self.backlog += len(message[2])
             self.queue.put(message)
 
     def sent_bytes(self, messages: queue.SimpleQueue, n: int) -> None:
@@ -160,31 +161,25 @@ class WorkerPool:
     def pids(self) -> list[int]:
         return [s.process.pid for s in self._slots if s.process is not None]
 
-    def judge(self, request: ExportTraceServiceRequest) -> tuple[int, list[Rejected], list[int]]:
-        """``usable_spans`` and, in the same pass, how many usable spans each worker owns."""
-        shares = [0] * self.n
-        rejected: dict[str, int] = {}
-        n, crc32 = self.n, zlib.crc32
-        for span, reason in _judged(request):
-            if reason is None:
-                shares[crc32(span.trace_id) % n] += 1
-            else:
-                rejected[reason] = rejected.get(reason, 0) + 1
-        return sum(shares), [Rejected(r, c) for r, c in rejected.items()], shares
+    def judge(self, request: ExportTraceServiceRequest) -> tuple[int, list[Rejected], list[list[int]]]:
+        """``usable_spans`` and, in the same pass, the positions of the usable spans each worker owns."""
+        picks, rejected = route_spans(request, self.n)
+        return sum(map(len, picks)), rejected, picks
 
     @staticmethod
-    def prepare(request: ExportTraceServiceRequest, judged: tuple, raw: bytes | None) -> tuple[list[int], bytes]:
+    def prepare(request: ExportTraceServiceRequest, judged: tuple, raw: bytes | None) -> tuple[list[list[int]], bytes]:
         """The request's encoding, once for every worker (after the budget took its spans): as received over
         gRPC, serialized again otherwise."""
         return judged[2], raw if raw is not None else request.SerializeToString()
 
-    def submit(self, prepared: tuple[list[int], bytes]) -> None:
-        """Never blocks: each worker's sender thread takes it from there."""
-        counts, body = prepared
-        message = (time.monotonic(), body)
-        for slot, spans in zip(self._slots, counts):
-            if spans:
-                slot.send(message, spans)
+    def submit(self, prepared: tuple[list[list[int]], bytes]) -> None:
+        """Never blocks: each worker's sender thread takes it from there. A worker gets the positions of its
+        spans with the request, so it compacts them without stepping over the others' (spans.records_at)."""
+        picks, body = prepared
+        stamp = time.monotonic()
+        for slot, mine in zip(self._slots, picks):
+            if mine:
+                slot.send((stamp, mine, body), len(mine))
 
     def start(self) -> None:
         for slot in self._slots:
