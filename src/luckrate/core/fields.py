@@ -26,6 +26,7 @@ import csv
 import json
 import re
 from dataclasses import dataclass
+from luckrate.core.frozen import fast_init
 from typing import Any
 
 from luckrate.core.forms import is_whole_value
@@ -39,6 +40,7 @@ _KV = re.compile(r"[ \t]*(?:- )?([^\s:,;\"'\-#][^:,;\"']{0,59}?)[ \t]*:(?:[ \t]+
 _ITEM = re.compile(r"[ \t]*- (.*?)[ \t]*")
 
 
+@fast_init
 @dataclass(frozen=True)
 class Field:
     """One leaf of a result."""

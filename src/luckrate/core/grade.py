@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from luckrate.core.frozen import fast_init
 
 from luckrate.core.checks import (CHECKS, DECLARED_BY, NEEDS_CLOCK, NEEDS_CONTENT, NEEDS_INPUT, NEEDS_MESSAGES, NEEDS_TURNS,
                                   PROVENANCE_CHECKS, TRACED_CHECKS)
@@ -12,6 +13,7 @@ from luckrate.core.step import Trajectory
 from luckrate.core.violation import Severity, Violation
 
 
+@fast_init
 @dataclass(frozen=True)
 class RunGrade:
     """The verdict on one run."""

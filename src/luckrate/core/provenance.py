@@ -36,6 +36,7 @@ import functools
 import re
 from itertools import filterfalse, repeat
 from dataclasses import dataclass, field
+from luckrate.core.frozen import fast_init
 from typing import Any, NamedTuple
 
 from luckrate.core import forms
@@ -135,6 +136,7 @@ def _cut(text: str, table: dict[int, str], ascii_table: bytes) -> str:
     return text.translate(table)
 
 
+@fast_init
 @dataclass(frozen=True)
 class Origin:
     """One place an argument's value was found: a source, and where in it."""

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from luckrate.core.frozen import fast_init
 from typing import Any
 
 
+@fast_init
 @dataclass(frozen=True)
 class Step:
     """One tool call the agent really made, the same shape for every source."""
@@ -42,6 +44,7 @@ USER = "user"
 AGENT = "agent"
 
 
+@fast_init
 @dataclass(frozen=True)
 class Message:
     """One message of the conversation between the user and the agent, placed among the steps."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from luckrate.core.frozen import fast_init
 from enum import Enum
 
 
@@ -22,6 +23,7 @@ class Severity(str, Enum):
         return self.value
 
 
+@fast_init
 @dataclass(frozen=True)
 class Violation:
     """One finding on one run."""

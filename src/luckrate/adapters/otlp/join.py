@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from luckrate.core.frozen import fast_init
 from typing import Any
 
 from luckrate.adapters.otlp.messages import Message
@@ -19,6 +20,7 @@ from luckrate.adapters.otlp.payloads import args_match, parse_args, result_text
 from luckrate.adapters.otlp.spans import SpanRecord
 
 
+@fast_init
 @dataclass(frozen=True)
 class Call:
     """One tool call on its way to becoming a step."""

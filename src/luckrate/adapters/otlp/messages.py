@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from luckrate.core.frozen import fast_init
 from typing import Any
 
 from luckrate.adapters.otlp.payloads import Requested, captured, load_text
@@ -22,6 +23,7 @@ from luckrate.adapters.otlp.spans import SpanRecord
 MAX_MESSAGES = 1000
 
 
+@fast_init
 @dataclass(frozen=True)
 class Message:
     role: str

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import json
 from dataclasses import dataclass
+from luckrate.core.frozen import fast_init
 from typing import Any
 
 REDACTED = "__REDACTED__"
@@ -153,6 +154,7 @@ def _text(value: Any) -> str:
         return str(value)
 
 
+@fast_init
 @dataclass(frozen=True)
 class Requested:
     """A tool call the model asked for (from its output messages)."""

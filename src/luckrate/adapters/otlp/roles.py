@@ -6,12 +6,14 @@ registry in conventions.py lists them and asks them in turn. This module imports
 from __future__ import annotations
 
 from dataclasses import dataclass
+from luckrate.core.frozen import fast_init
 from typing import Any, Union
 
 from luckrate.adapters.otlp.payloads import captured, tool_message_call_id
 from luckrate.adapters.otlp.spans import SpanRecord
 
 
+@fast_init
 @dataclass(frozen=True)
 class ToolRole:
     name: str | None
@@ -29,6 +31,7 @@ class ToolRole:
     """The framework's answer channel (smolagents' ``final_answer``): the run's output, not a step."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class AgentRole:
     name: str | None
@@ -39,6 +42,7 @@ class ModelRole:
     pass
 
 
+@fast_init
 @dataclass(frozen=True)
 class ChainRole:
     name: str | None = None

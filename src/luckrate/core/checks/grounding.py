@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from luckrate.core.frozen import fast_init
 
 from luckrate.core.fields import field_name
 from luckrate.core.intent import Request, endorsed, labelled, weak
@@ -73,6 +74,7 @@ def taint(prov: Provenance, spec: Spec) -> Iterator[Violation]:
                             source=bad[0].removeprefix("tool:"))
 
 
+@fast_init
 @dataclass(frozen=True)
 class Judgement:
     """Why one argument of a privileged call is or is not taint."""
