@@ -13,8 +13,8 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from luckrate.adapters.otlp import SpanRecord, records_from_request
-from luckrate.adapters.otlp.spans import usable_spans
+from luckrate.adapters.otlp import SpanRecord
+from luckrate.adapters.otlp.spans import Rejected, records_at, route_spans
 from luckrate.service.assembler import SpanBudget
 
 MAX_MESSAGE = 1024
@@ -32,17 +32,25 @@ class Outcome:
     message: str = ""
 
 
+def judge_spans(request: ExportTraceServiceRequest, owners: int = 1) -> tuple[int, list[Rejected], list[list[int]]]:
+    """The usable spans' count, the others by reason, and the usable spans' positions per owner
+    (``spans.route_spans``)."""
+    picks, rejected = route_spans(request, owners)
+    return sum(map(len, picks)), rejected, picks
+
+
 class Intake:
     """Thread-safe: called concurrently by receiver threads."""
 
     def __init__(self, submit: Callable[[list[SpanRecord]], None], budget: SpanBudget, count: Callable[..., None],
                  *, keep_attribute: str = "luckrate.output_ok", judge: Callable[..., tuple] | None = None,
                  prepare: Callable[..., Any] | None = None):
-        """``judge(request) -> (usable, rejected, ...)`` counts the spans (default ``usable_spans``);
-        ``prepare(request, judged, raw)`` makes what ``submit`` takes, by default the request's span records.
-        Grading processes take the request itself (``workers.WorkerPool``)."""
+        """``judge(request) -> (usable, rejected, ...)`` counts the spans (default ``judge_spans``: the usable
+        spans' positions found with the count); ``prepare(request, judged, raw)`` makes what ``submit``
+        takes, by default the records of those spans. Grading processes take the request itself
+        (``workers.WorkerPool``)."""
         self._submit = submit
-        self._judge = judge or usable_spans
+        self._judge = judge or judge_spans
         self._prepare = prepare or self._records
         self._budget = budget
         self._count = count
@@ -87,7 +95,8 @@ class Intake:
         return self._throttle(transport, usable, bad)
 
     def _records(self, request: ExportTraceServiceRequest, judged: tuple, raw: bytes | None) -> list[SpanRecord]:
-        return records_from_request(request, keep_attribute=self._keep)[0]
+        # The positions judged usable: each span's ids are checked once, not again while compacting.
+        return records_at(request, judged[2][0], keep_attribute=self._keep)
 
     def _throttle(self, transport: str, spans: int, bad: int) -> Outcome:
         self._count("luckrate.spans.rejected", spans, reason="buffer_full")

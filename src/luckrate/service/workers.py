@@ -30,10 +30,11 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from luckrate.adapters.otlp.spans import Rejected, route_spans
+from luckrate.adapters.otlp.spans import Rejected
 from luckrate.service.assembler import SpanBudget
 from luckrate.service.config import ServiceConfig
 from luckrate.service.grading_process import send_batch, send_stop, worker_main
+from luckrate.service.intake import judge_spans
 from luckrate.service.tally import Report, apply
 from luckrate.service.telemetry import Telemetry
 from luckrate.service.worker import VerdictLog
@@ -162,9 +163,8 @@ class WorkerPool:
         return [s.process.pid for s in self._slots if s.process is not None]
 
     def judge(self, request: ExportTraceServiceRequest) -> tuple[int, list[Rejected], list[list[int]]]:
-        """``usable_spans`` and, in the same pass, the positions of the usable spans each worker owns."""
-        picks, rejected = route_spans(request, self.n)
-        return sum(map(len, picks)), rejected, picks
+        """The usable spans' count and, in the same pass, the positions of those each worker owns."""
+        return judge_spans(request, self.n)
 
     @staticmethod
     def prepare(request: ExportTraceServiceRequest, judged: tuple, raw: bytes | None) -> tuple[list[list[int]], bytes]:

@@ -301,10 +301,12 @@ def route_spans(req: ExportTraceServiceRequest, n: int) -> tuple[list[list[int]]
         for ss in rs.scope_spans:
             for span in ss.spans:
                 reason = _reject_reason(span)
-                if reason is None:
-                    adds[crc32(span.trace_id) % n](position)
-                else:
+                if reason is not None:
                     rejected[reason] = rejected.get(reason, 0) + 1
+                elif n == 1:
+                    adds[0](position)
+                else:
+                    adds[crc32(span.trace_id) % n](position)
                 position += 1
     return picks, [Rejected(r, c) for r, c in rejected.items()]
 
