@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from luckrate.core.frozen import fast_init
 
 from luckrate.core.checks import (CHECKS, DECLARED_BY, NEEDS_CLOCK, NEEDS_CONTENT, NEEDS_INPUT, NEEDS_MESSAGES, NEEDS_TURNS,
                                   PROVENANCE_CHECKS, TRACED_CHECKS)
+from luckrate.core.frozen import fast_init
 from luckrate.core.provenance import Provenance, trace
 from luckrate.core.spec import Spec
 from luckrate.core.step import Trajectory

@@ -36,11 +36,11 @@ import functools
 import re
 from itertools import filterfalse, repeat
 from dataclasses import dataclass, field
-from luckrate.core.frozen import fast_init
 from typing import Any, NamedTuple
 
 from luckrate.core import forms
 from luckrate.core.fields import Field, fields, record_of
+from luckrate.core.frozen import fast_init
 from luckrate.core.step import Trajectory
 
 USER = "user"

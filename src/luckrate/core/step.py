@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from luckrate.core.frozen import fast_init
 from typing import Any
+
+from luckrate.core.frozen import fast_init
 
 
 @fast_init

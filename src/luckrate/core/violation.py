@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from luckrate.core.frozen import fast_init
 from enum import Enum
+
+from luckrate.core.frozen import fast_init
 
 
 class Severity(str, Enum):

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from luckrate.core.frozen import fast_init
 from typing import Any
 
 from luckrate.adapters.otlp.messages import Message
 from luckrate.adapters.otlp.payloads import args_match, parse_args, result_text
 from luckrate.adapters.otlp.spans import SpanRecord
+from luckrate.core.frozen import fast_init
 
 
 @fast_init

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from luckrate.core.frozen import fast_init
 from typing import Any
 
 from luckrate.adapters.otlp.payloads import Requested, captured, load_text
 from luckrate.adapters.otlp.spans import SpanRecord
+from luckrate.core.frozen import fast_init
 
 MAX_MESSAGES = 1000
 

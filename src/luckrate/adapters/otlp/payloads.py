@@ -14,8 +14,10 @@ from __future__ import annotations
 import ast
 import json
 from dataclasses import dataclass
-from luckrate.core.frozen import fast_init
 from typing import Any
+
+from luckrate.core.fields import json_value
+from luckrate.core.frozen import fast_init
 
 REDACTED = "__REDACTED__"
 """OpenInference's placeholder when inputs/outputs are hidden: counts as not captured."""
@@ -50,7 +52,7 @@ def load_text(text: str) -> Any:
     if not s or s[0] not in "{[\"'(0123456789-tfnTFN":
         return s
     try:
-        return json.loads(s)
+        return json_value(s)
     except (ValueError, RecursionError):
         pass
     if len(s) <= MAX_LITERAL and s[0] in "{[(\"'":

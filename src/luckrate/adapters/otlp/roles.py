@@ -6,11 +6,11 @@ registry in conventions.py lists them and asks them in turn. This module imports
 from __future__ import annotations
 
 from dataclasses import dataclass
-from luckrate.core.frozen import fast_init
 from typing import Any, Union
 
 from luckrate.adapters.otlp.payloads import captured, tool_message_call_id
 from luckrate.adapters.otlp.spans import SpanRecord
+from luckrate.core.frozen import fast_init
 
 
 @fast_init

@@ -37,9 +37,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from luckrate.core.frozen import fast_init
 
 from luckrate.core.fields import field_name
+from luckrate.core.frozen import fast_init
 from luckrate.core.intent import Request, endorsed, labelled, weak
 from luckrate.core.provenance import USER, Argument, Origin, Provenance, source_name
 from luckrate.core.spec import Spec
