@@ -125,13 +125,16 @@ class HttpReceiver:
             close_quietly(sock)
 
     def decode(self, body: bytes, content_type: str, encoding: str):
-        """Decompress and decode a request body; raises _Refused."""
+        """Decompress and decode a request body: the request, and its protobuf encoding when that is what
+        came (grading processes take it as is, not encoded again); raises _Refused."""
         if encoding in ("gzip", "deflate"):
             body = _inflate(body, encoding, self.max_request_bytes)
         elif encoding not in ("", "identity"):
             raise _Refused(415, 3, f"unsupported Content-Encoding {encoding[:40]!r}", "unsupported_media_type")
         try:
-            return request_from_protobuf(body) if content_type == PROTOBUF else request_from_json(body)
+            if content_type == PROTOBUF:
+                return request_from_protobuf(body), body
+            return request_from_json(body), None
         except InvalidInput as e:
             raise _Refused(400, status.INVALID_ARGUMENT, str(e)[:1024], "undecodable") from None
 
@@ -233,8 +236,8 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
                                "unsupported_media_type")
             body = self._read_body(frame)
             encoding = (self.headers.get("Content-Encoding") or "").strip().lower()
-            request = receiver.decode(body, ctype, encoding)
-            outcome = receiver.intake.accept(request, "http")
+            request, raw = receiver.decode(body, ctype, encoding)
+            outcome = receiver.intake.accept(request, "http", raw=raw)
             if outcome.throttled:
                 raise _Refused(429, status.RESOURCE_EXHAUSTED, outcome.message, None,
                                (("Retry-After", str(receiver.retry_after)),))
