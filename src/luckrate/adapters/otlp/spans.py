@@ -11,6 +11,7 @@ import base64
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from google.protobuf import json_format
@@ -83,6 +84,15 @@ Layout = dict[str, int]
 """Attribute key -> its position in a record's ``values``; in the order sent, each key once."""
 
 
+def _field(index: int, doc: str) -> Any:
+    """A C-level accessor for one item of a tuple (what ``namedtuple`` uses), else a property."""
+    try:
+        from collections import _tuplegetter  # CPython
+    except ImportError:  # pragma: no cover
+        return property(itemgetter(index), doc=doc)
+    return _tuplegetter(index, doc)
+
+
 @dataclass(frozen=True, slots=True)
 class SpanEvent:
     """One span event the adapter reads (GenAI message events, evaluation results, exceptions)."""
@@ -97,30 +107,42 @@ class SpanEvent:
         return _lookup(self.attributes, key, default)
 
 
-@dataclass(frozen=True, slots=True)
-class SpanRecord:
-    """The part of one OTLP span the adapter reads; small enough to buffer many per trace."""
+FIELDS = ("trace_id", "span_id", "parent_id", "name", "kind", "start_ns", "end_ns", "status_code", "status_message",
+          "layout", "values", "events")
+"""A ``SpanRecord``'s fields, as ``SpanRecord(...)`` takes them."""
+_N = len(FIELDS) - 1
+"""The tuple holds every field but ``values`` first, in this order; then the values, one item each."""
 
-    trace_id: bytes
-    """16 bytes, never all zero."""
-    span_id: bytes
-    """8 bytes, never all zero."""
-    parent_id: bytes
-    """8 bytes, or b"" for a root span."""
-    name: str
-    kind: int
-    """OTLP ``Span.SpanKind`` (1 internal, 2 server, 3 client, 4 producer, 5 consumer)."""
-    start_ns: int
-    end_ns: int
-    status_code: int
-    """OTLP ``Status.StatusCode``: 0 unset, 1 ok, 2 error."""
-    status_message: str
-    layout: Layout
-    """The attribute keys kept (only those the adapter reads, the first of a repeated key), in the order
-    sent. One dict shared by every record with the same keys, so a record pays only for ``values``."""
-    values: tuple[Any, ...]
-    """The attribute values, by ``layout`` position: str/int/float/bool/list/dict/None."""
-    events: tuple[SpanEvent, ...] = ()
+
+class SpanRecord(tuple):
+    """The part of one OTLP span the adapter reads; small enough to buffer many per trace.
+
+    One tuple holds the fields, then the attribute values (by ``layout`` position): a record with its
+    values in a second tuple, or in slots, took 48 bytes more per span (the README's memory section).
+    Fields read through C-level accessors, as fast as slots; a record is as immutable as a tuple."""
+
+    __slots__ = ()
+    FIELDS = FIELDS
+
+    trace_id: bytes = _field(0, "16 bytes, never all zero.")
+    span_id: bytes = _field(1, "8 bytes, never all zero.")
+    parent_id: bytes = _field(2, '8 bytes, or b"" for a root span.')
+    name: str = _field(3, "The span name.")
+    kind: int = _field(4, "OTLP ``Span.SpanKind`` (1 internal, 2 server, 3 client, 4 producer, 5 consumer).")
+    start_ns: int = _field(5, "Start time, Unix nanoseconds.")
+    end_ns: int = _field(6, "End time, Unix nanoseconds.")
+    status_code: int = _field(7, "OTLP ``Status.StatusCode``: 0 unset, 1 ok, 2 error.")
+    status_message: str = _field(8, "The status description (bounded).")
+    layout: Layout = _field(9, """The attribute keys kept (only those the adapter reads, the first of a repeated key),
+    in the order sent, each mapped to its value's position in ``values``. One dict shared by every record with the
+    same keys, so a record pays only for the values.""")
+    events: tuple[SpanEvent, ...] = _field(10, "The events kept.")
+
+    def __new__(cls, trace_id: bytes, span_id: bytes, parent_id: bytes, name: str, kind: int, start_ns: int,
+                end_ns: int, status_code: int, status_message: str, layout: Layout, values: tuple[Any, ...],
+                events: tuple[SpanEvent, ...] = ()) -> "SpanRecord":
+        return tuple.__new__(cls, (trace_id, span_id, parent_id, name, kind, start_ns, end_ns, status_code,
+                                   status_message, layout, events, *values))
 
     @classmethod
     def build(cls, *, attributes: Iterable[tuple[str, Any]] = (), **fields: Any) -> "SpanRecord":
@@ -133,15 +155,30 @@ class SpanRecord:
                 values.append(value)
         return cls(layout=_shared_layout(layout), values=tuple(values), **fields)
 
+    def replace(self, **changes: Any) -> "SpanRecord":
+        """A copy with these fields changed (what ``dataclasses.replace`` did when this was a dataclass)."""
+        return SpanRecord(**{f: changes.pop(f) if f in changes else getattr(self, f) for f in FIELDS}, **changes)
+
+    def __getnewargs__(self) -> tuple[Any, ...]:  # copy and pickle call __new__ with these
+        return (*self[:9], self.layout, self.values, self.events)
+
+    def __repr__(self) -> str:
+        return f"SpanRecord({', '.join(f'{f}={getattr(self, f)!r}' for f in FIELDS)})"
+
+    @property
+    def values(self) -> tuple[Any, ...]:
+        """The attribute values, by ``layout`` position: str/int/float/bool/list/dict/None."""
+        return self[_N:]
+
     def get(self, key: str, default: Any = None) -> Any:
         """The attribute's value (the first one sent, if a key repeats)."""
         i = self.layout.get(key)
-        return default if i is None else self.values[i]
+        return default if i is None else self[_N + i]
 
     @property
     def attributes(self) -> Attributes:
         """``(key, value)`` pairs in the order sent."""
-        return tuple(zip(self.layout, self.values))
+        return tuple(zip(self.layout, self[_N:]))
 
     @property
     def trace_hex(self) -> str:
@@ -330,34 +367,16 @@ def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes]) -> SpanReco
     )
 
 
-_NEW = object.__new__
-_SETTERS = tuple(getattr(SpanRecord, name).__set__ for name in (
-    "trace_id", "span_id", "parent_id", "name", "kind", "start_ns", "end_ns", "status_code", "status_message",
-    "layout", "values", "events"))
+_NEW = tuple.__new__
 
 
 def _new_record(trace_id: bytes, span_id: bytes, parent_id: bytes, name: str, kind: int, start_ns: int,
-                end_ns: int, status_code: int, status_message: str, layout: Layout, values: tuple[Any, ...],
+                end_ns: int, status_code: int, status_message: str, layout: Layout, values: list[Any],
                 events: tuple[SpanEvent, ...]) -> SpanRecord:
-    """``SpanRecord(...)`` for the hot path. A frozen dataclass's ``__init__`` sets each field through
-    ``object.__setattr__`` (Python 3.11), which took 1.7 µs for these 12 fields, about a tenth of
-    compaction; the slots' own setters, which ``object.__setattr__`` ends up calling, take a fifth of
-    that. The record is as frozen as any other (tests/adapters/test_otlp_spans.py compares the two)."""
-    rec = _NEW(SpanRecord)
-    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11 = _SETTERS
-    s0(rec, trace_id)
-    s1(rec, span_id)
-    s2(rec, parent_id)
-    s3(rec, name)
-    s4(rec, kind)
-    s5(rec, start_ns)
-    s6(rec, end_ns)
-    s7(rec, status_code)
-    s8(rec, status_message)
-    s9(rec, layout)
-    s10(rec, values)
-    s11(rec, events)
-    return rec
+    """``SpanRecord(...)`` for the hot path, without the keyword call (tests/adapters/test_otlp_spans.py
+    checks it builds the same record)."""
+    return _NEW(SpanRecord, (trace_id, span_id, parent_id, name, kind, start_ns, end_ns, status_code, status_message,
+                             layout, events, *values))
 
 
 def _share(value: str) -> str:
@@ -405,7 +424,7 @@ def _key_rule(key: str) -> tuple[str | None, bool]:
     return rule
 
 
-def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> tuple[Layout, tuple[Any, ...]]:
+def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> tuple[Layout, list[Any]]:
     """``layout`` and ``values`` for a record: the kept attributes, the first of a repeated key."""
     # The hot loop of compaction: one pass, one probe per key (``_key_rules``), strings within budget and
     # shared-table hits handled inline, the budget in a local (a helper call or attribute access per
@@ -448,7 +467,7 @@ def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> t
             text = shared.get(text) or _share(text)
         values.append(text)
     budget.left = left
-    return _shared_layout(layout), tuple(values)
+    return _shared_layout(layout), values
 
 
 def _events(events: Iterable[Any], budget: "_Budget") -> tuple[SpanEvent, ...]:
