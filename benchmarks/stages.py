@@ -54,7 +54,7 @@ def one_round(template: traffic.Template, specs, telemetry: Telemetry) -> dict[s
     reqs: list = []
     out["decode"] = _time(lambda: reqs.extend(request_from_protobuf(b) for b in bodies), spans)
     batches: list = []
-    out["compact"] = _time(lambda: batches.extend(records_from_request(r)[0] for r in reqs), spans)
+    out["compact"] = _time(lambda: batches.extend(records_from_request(r, packed=True)[0] for r in reqs), spans)
     traces: list = []
     asm = Assembler(traces.append, limits=Limits(late_memory=10))
 
@@ -86,13 +86,13 @@ def bytes_per_tool_span(requests: int = 40) -> float:
     template = traffic.build(tools_only=True)
     bodies = [template.render(n, 2) for n in range(requests)]
     asm = Assembler(lambda t: None, limits=Limits(root_grace=3600, idle_timeout=3600, max_trace_age=3600))
-    asm.add(records_from_request(request_from_protobuf(bodies[0]))[0])  # warm: the shared table fills
+    asm.add(records_from_request(request_from_protobuf(bodies[0]), packed=True)[0])  # warm: the shared table fills
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     for body in bodies[1:]:
         req = request_from_protobuf(body)
-        asm.add(records_from_request(req)[0])
+        asm.add(records_from_request(req, packed=True)[0])
         del req
     gc.collect()
     after = tracemalloc.get_traced_memory()[0]

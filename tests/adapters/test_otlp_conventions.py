@@ -115,7 +115,8 @@ def test_openinference_bare_value_takes_the_requested_argument_name():
 
 
 def _dots(rec: SpanRecord) -> SpanRecord:
-    return rec.replace(layout={k.replace("__", "."): i for k, i in rec.layout.items()})
+    from dataclasses import replace
+    return replace(rec, layout={k.replace("__", "."): i for k, i in rec.layout.items()})
 
 
 # --- results ---------------------------------------------------------------------------------------
@@ -357,7 +358,7 @@ OUTPUT_CASES = [
 def test_output_ok(label, root_attrs, child_attrs, events, rule, expected):
     root = span(1, None, "eval", 0, 100, **{k.replace(".", "__"): v for k, v in root_attrs.items()})
     child = agent(2, 1, "a", 1, 99, **{k.replace(".", "__"): v for k, v in child_attrs.items()})
-    child = child.replace(events=events)
+    child = SpanRecord(**{**{f: getattr(child, f) for f in SpanRecord.__slots__}, "events": events})
     assert trajectory_from_spans([child, root], rule).output_ok is expected
 
 

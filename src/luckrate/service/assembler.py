@@ -17,8 +17,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 
 from luckrate.adapters.otlp import SpanRecord
+from luckrate.adapters.otlp.spans import PackedSpan, unpacked
 from luckrate.service.config import ServiceConfig
 
 log = logging.getLogger(__name__)
@@ -101,13 +103,19 @@ class SpanBudget:
             self._used = max(0, self._used - n)
 
 
-class _Trace(dict[bytes, SpanRecord]):
-    """A trace's spans by span id (duplicates are found by id), and when it is due. The dict itself, not
-    an object holding one: 32 bytes less per buffered trace (the README's memory section)."""
+SCAN_SPANS = 16
+"""Up to this many spans, a trace finds a duplicate by comparing span ids one by one (in C); beyond, it keeps
+a set of them. A dict of spans by id cost 48 bytes per buffered span (the README's memory section)."""
+_SPAN_ID = attrgetter("span_id")
 
-    __slots__ = ("first_seen", "last_seen", "root_seen", "due", "due_reason")
+
+class _Trace(list):
+    """A trace's spans in arrival order, and when it is due. The list itself, not an object holding one."""
+
+    __slots__ = ("ids", "first_seen", "last_seen", "root_seen", "due", "due_reason")
 
     def __init__(self, now: float):
+        self.ids: set[bytes] | None = None
         self.first_seen = now
         self.last_seen = now
         self.root_seen = False
@@ -143,8 +151,9 @@ class Assembler:
     def active(self) -> int:
         return len(self._traces)
 
-    def add(self, records: Iterable[SpanRecord]) -> None:
-        """Buffer spans; duplicates and late spans are counted, released from the budget and dropped."""
+    def add(self, records: Iterable[SpanRecord | PackedSpan]) -> None:
+        """Buffer spans; duplicates and late spans are counted, released from the budget and dropped.
+        ``PackedSpan``s are buffered as they are and handed on as records."""
         now = self._clock()
         dropped = {"luckrate.spans.duplicate": 0, "luckrate.spans.late": 0}
         touched: dict[bytes, _Trace] = {}
@@ -157,10 +166,15 @@ class Assembler:
             if trace is None:
                 trace = self._traces[tid] = _Trace(now)
                 self._opened += 1
-            if rec.span_id in trace:
+            sid, ids = rec.span_id, trace.ids
+            if sid in ids if ids is not None else sid in map(_SPAN_ID, trace):
                 dropped["luckrate.spans.duplicate"] += 1
                 continue
-            trace[rec.span_id] = rec
+            trace.append(rec)
+            if ids is not None:
+                ids.add(sid)
+            elif len(trace) > SCAN_SPANS:
+                trace.ids = set(map(_SPAN_ID, trace))
             trace.last_seen = now
             trace.root_seen = trace.root_seen or not rec.parent_id
             touched[tid] = trace
@@ -221,7 +235,7 @@ class Assembler:
             self._done.popitem(last=False)
         self._completed[reason] = self._completed.get(reason, 0) + 1
         self._assembled += len(trace)
-        self._emit(CompletedTrace(tid, tuple(trace.values()), reason, trace.first_seen))
+        self._emit(CompletedTrace(tid, unpacked(trace), reason, trace.first_seen))
 
     def _flush_counts(self) -> None:
         completed = sum(self._completed.values())

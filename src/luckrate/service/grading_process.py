@@ -156,7 +156,7 @@ def worker_main(cfg: ServiceConfig, index: int, n: int, inbox, outbox, log_level
         if message is not _IDLE:
             stamp, body = message
             records, _ = records_from_request(request_from_protobuf(body), keep_attribute=cfg.output_attribute,
-                                              keep_trace=mine)
+                                              keep_trace=mine, packed=True)
             clock.stamp = stamp
             try:
                 assembler.add(records)

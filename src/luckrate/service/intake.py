@@ -87,7 +87,7 @@ class Intake:
         return self._throttle(transport, usable, bad)
 
     def _records(self, request: ExportTraceServiceRequest, judged: tuple, raw: bytes | None) -> list[SpanRecord]:
-        return records_from_request(request, keep_attribute=self._keep)[0]
+        return records_from_request(request, keep_attribute=self._keep, packed=True)[0]
 
     def _throttle(self, transport: str, spans: int, bad: int) -> Outcome:
         self._count("luckrate.spans.rejected", spans, reason="buffer_full")
