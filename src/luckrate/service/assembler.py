@@ -157,14 +157,15 @@ class Assembler:
         now = self._clock()
         dropped = {"luckrate.spans.duplicate": 0, "luckrate.spans.late": 0}
         touched: dict[bytes, _Trace] = {}
+        done, traces, max_spans = self._done, self._traces, self._limits.max_spans_per_trace
         for rec in records:
             tid = rec.trace_id
-            if tid in self._done:
+            if tid in done:
                 dropped["luckrate.spans.late"] += 1
                 continue
-            trace = self._traces.get(tid)
+            trace = traces.get(tid)
             if trace is None:
-                trace = self._traces[tid] = _Trace(now)
+                trace = traces[tid] = _Trace(now)
                 self._opened += 1
             sid, ids = rec.span_id, trace.ids
             if sid in ids if ids is not None else sid in map(_SPAN_ID, trace):
@@ -175,13 +176,14 @@ class Assembler:
                 ids.add(sid)
             elif len(trace) > SCAN_SPANS:
                 trace.ids = set(map(_SPAN_ID, trace))
-            trace.last_seen = now
-            trace.root_seen = trace.root_seen or not rec.parent_id
+            if not rec.parent_id:
+                trace.root_seen = True
             touched[tid] = trace
-            if len(trace) >= self._limits.max_spans_per_trace:
+            if len(trace) >= max_spans:
                 self._complete(tid, "max_spans")
                 touched.pop(tid)
         for tid, trace in touched.items():
+            trace.last_seen = now
             self._schedule(tid, trace)
         for name, n in dropped.items():
             if n:
