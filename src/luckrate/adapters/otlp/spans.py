@@ -267,12 +267,11 @@ def records_from_request(
     records: list[SpanRecord] = []
     rejected: dict[str, int] = {}
     ids: dict[bytes, bytes] = {}  # one bytes object per distinct id of the request (trace ids, parents)
-    new = _new_packed if packed else _new_record
     for span, reason in _judged(req):
         if reason:
             rejected[reason] = rejected.get(reason, 0) + 1
         elif keep_trace is None or keep_trace(span.trace_id):
-            records.append(_record(span, keep_attribute, ids, new))
+            records.append(_record(span, keep_attribute, ids, packed))
     return records, [Rejected(r, n) for r, n in rejected.items()]
 
 
@@ -316,7 +315,7 @@ def _reject_reason(span: Any) -> str | None:
     return "bad_parent_id" if parent and len(parent) != 8 else None
 
 
-def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes], new: Callable[..., Any]) -> Any:
+def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes], packed: bool = False) -> Any:
     # The budget is spent in field order: name, status message, attributes, events. Common cases (a
     # shared name, no status message, no events) skip the helper calls.
     budget = _Budget(MAX_SPAN_TEXT)
@@ -332,13 +331,19 @@ def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes], new: Callab
     message = budget.text(message, MAX_STATUS_MESSAGE) if message else ""
     layout, values = _attributes(span.attributes, keep_attribute, budget)
     events = span.events
+    events = _events(events, budget) if events else ()
     parent = span.parent_span_id
+    parent = ids.setdefault(parent, parent) if any(parent) else b""
     trace_id = span.trace_id
-    return new(
-        ids.setdefault(trace_id, trace_id), span.span_id, ids.setdefault(parent, parent) if any(parent) else b"",
-        name, int(span.kind), int(span.start_time_unix_nano), int(span.end_time_unix_nano), int(status.code),
-        message, layout, values, _events(events, budget) if events else (),
-    )
+    trace_id = ids.setdefault(trace_id, trace_id)
+    kind, code = span.kind, status.code
+    if packed:  # PackedSpan's layout, built inline (a call per span costs more than the work)
+        status = (kind, code, message, events) if message or events or kind >> 6 or code >> 2 else kind << 2 | code
+        return _NEW_TUPLE(PackedSpan, (trace_id, span.span_id, parent, name,
+                                       span.start_time_unix_nano << 64 | span.end_time_unix_nano, status, layout,
+                                       *values))
+    return _new_record(trace_id, span.span_id, parent, name, kind, span.start_time_unix_nano,
+                       span.end_time_unix_nano, code, message, layout, values, events)
 
 
 class _Unfrozen:
@@ -377,12 +382,15 @@ def _new_record(trace_id: bytes, span_id: bytes, parent_id: bytes, name: str, ki
 
 
 class PackedSpan(tuple):
-    """A span record as a buffer holds it until its trace completes: one tuple of the ``SpanRecord``'s
-    fields, both times in one int, the kind and status in a small int when the status has no message and
-    the span no events, then the attribute values. 1,036 -> ~930 bytes per buffered tool span (the
-    README's memory section). A buffer reads only the ids; ``unpacked`` gives the records adapters read,
-    once, when the trace completes (reading fields from this tuple on every access cost the adapter more
-    than building the records does)."""
+    """A span record as a buffer holds it until its trace completes, in one tuple: trace id, span id,
+    parent id, name; both times as ``start_ns << 64 | end_ns`` (OTLP's are unsigned 64-bit); the kind and
+    status code as ``kind << 2 | code`` when the status has no message, the span no events and both fit (a
+    small int Python preallocates), else ``(kind, code, message, events)``; the layout; then the values.
+
+    About 100 bytes less per buffered tool span than a ``SpanRecord`` with its values tuple and two time
+    ints (the README's memory section). A buffer reads only the ids; ``unpacked`` builds the records the
+    adapters read, once, when the trace completes: reading fields from a tuple on every access instead
+    cost the adapter more than building the records does."""
 
     __slots__ = ()
     trace_id: bytes = _item(0)
@@ -394,19 +402,6 @@ class PackedSpan(tuple):
 
 
 _NEW_TUPLE = tuple.__new__
-
-
-def _new_packed(trace_id: bytes, span_id: bytes, parent_id: bytes, name: str, kind: int, start_ns: int,
-                end_ns: int, status_code: int, status_message: str, layout: Layout, values: list[Any],
-                events: tuple[SpanEvent, ...]) -> PackedSpan:
-    """``_new_record``'s arguments as a ``PackedSpan``. OTLP times are unsigned 64-bit and enums int32, so
-    both fit the layout ``unpacked`` reads (a small int is one of Python's preallocated ones: no object)."""
-    if status_message or events or kind >> 6 or status_code >> 2:  # (a negative int shifts to -1)
-        status: Any = (kind, status_code, status_message, events)
-    else:
-        status = kind << 2 | status_code
-    return _NEW_TUPLE(PackedSpan, (trace_id, span_id, parent_id, name, start_ns << 64 | end_ns, status, layout,
-                                   *values))
 
 
 def unpacked(spans: Iterable[Any]) -> tuple[SpanRecord, ...]:
