@@ -502,8 +502,10 @@ def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> t
             continue
         layout[key] = len(values)
         value = kv.value
-        which = value.WhichOneof("value")
-        if which != "string_value":
+        text = value.string_value
+        # A non-empty string_value is the oneof's value; only an empty one needs asking which it is (most
+        # values are strings, and asking took 60 ns each).
+        if not text and (which := value.WhichOneof("value")) != "string_value":
             if which in _SCALARS:
                 values.append(getattr(value, which))
                 continue
@@ -511,7 +513,6 @@ def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> t
             values.append(budget.value(value, 0))
             left = budget.left
             continue
-        text = value.string_value
         n = len(text)
         if n <= MAX_STRING and n <= left:
             left -= n
