@@ -333,7 +333,8 @@ def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes], packed: boo
     events = span.events
     events = _events(events, budget) if events else ()
     parent = span.parent_span_id
-    parent = ids.setdefault(parent, parent) if any(parent) else b""
+    # An all-zero parent is a root's (see _reject_reason); other lengths than 8 were rejected there.
+    parent = ids.setdefault(parent, parent) if parent and parent != _ZERO_SPAN_ID else b""
     trace_id = span.trace_id
     trace_id = ids.setdefault(trace_id, trace_id)
     kind, code = span.kind, status.code
