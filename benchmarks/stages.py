@@ -5,8 +5,9 @@ on the same traffic (``traffic.py``), without servers or threads, so each stage 
 own and a change to one stage can be checked A/B in seconds:
 
 - decode: ``request_from_protobuf`` (upb);
-- compact: ``records_from_request`` (what a receiver thread does to each accepted request);
-- assemble: ``Assembler.add`` plus completing every trace (the assembler thread);
+- compact: ``records_from_request(packed=True)`` (what a receiver thread does to each accepted request);
+- assemble: ``Assembler.add`` plus completing every trace, which unpacks its spans into records (the
+  assembler thread);
 - adapt: ``trajectory_from_spans`` (spans -> trajectory, on the grader thread);
 - grade: ``grade`` against the example spec;
 - metrics: ``Telemetry.run`` and the two histogram records the worker makes per trace.
