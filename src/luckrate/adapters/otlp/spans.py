@@ -260,11 +260,11 @@ def _hex_bytes(text: str) -> bytes:
 def records_from_request(
     req: ExportTraceServiceRequest, *, keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE,
     keep_trace: Callable[[bytes], bool] | None = None, packed: bool = False,
-) -> tuple[list[SpanRecord], list[Rejected]]:
+) -> tuple[list[Any], list[Rejected]]:
     """Compact every usable span of the request (only those whose trace id ``keep_trace`` accepts, when
     given: a grading process keeps its share of the traces); count the others by reason. Never raises on
     content. ``packed``: ``PackedSpan``s, for a buffer that holds them until their trace completes."""
-    records: list[SpanRecord] = []
+    records: list[Any] = []  # SpanRecords, or PackedSpans
     rejected: dict[str, int] = {}
     ids: dict[bytes, bytes] = {}  # one bytes object per distinct id of the request (trace ids, parents)
     for span, reason in _judged(req):
@@ -339,9 +339,9 @@ def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes], packed: boo
     trace_id = ids.setdefault(trace_id, trace_id)
     kind, code = span.kind, status.code
     if packed:  # PackedSpan's layout, built inline (a call per span costs more than the work)
-        status = (kind, code, message, events) if message or events or kind >> 6 or code >> 2 else kind << 2 | code
+        state = (kind, code, message, events) if message or events or kind >> 6 or code >> 2 else kind << 2 | code
         return _NEW_TUPLE(PackedSpan, (trace_id, span.span_id, parent, name,
-                                       span.start_time_unix_nano << 64 | span.end_time_unix_nano, status, layout,
+                                       span.start_time_unix_nano << 64 | span.end_time_unix_nano, state, layout,
                                        *values))
     return _new_record(trace_id, span.span_id, parent, name, kind, span.start_time_unix_nano,
                        span.end_time_unix_nano, code, message, layout, values, events)
