@@ -5,8 +5,9 @@ on the same traffic (``traffic.py``), without servers or threads, so each stage 
 own and a change to one stage can be checked A/B in seconds:
 
 - decode: ``request_from_protobuf`` (upb);
-- compact: ``records_from_request`` (what a receiver thread does to each accepted request);
-- assemble: ``Assembler.add`` plus completing every trace (the assembler thread);
+- compact: ``records_from_request(packed=True)`` (what a receiver thread does to each accepted request);
+- assemble: ``Assembler.add`` plus completing every trace, which unpacks its spans into records (the
+  assembler thread);
 - adapt: ``trajectory_from_spans`` (spans -> trajectory, on the grader thread);
 - grade: ``grade`` against the example spec;
 - metrics: ``Telemetry.run`` and the two histogram records the worker makes per trace, counted in a
@@ -56,7 +57,7 @@ def one_round(template: traffic.Template, specs, telemetry: Telemetry) -> dict[s
     reqs: list = []
     out["decode"] = _time(lambda: reqs.extend(request_from_protobuf(b) for b in bodies), spans)
     batches: list = []
-    out["compact"] = _time(lambda: batches.extend(records_from_request(r)[0] for r in reqs), spans)
+    out["compact"] = _time(lambda: batches.extend(records_from_request(r, packed=True)[0] for r in reqs), spans)
     traces: list = []
     asm = Assembler(traces.append, limits=Limits(late_memory=10))
 
@@ -90,13 +91,13 @@ def bytes_per_tool_span(requests: int = 40) -> float:
     template = traffic.build(tools_only=True)
     bodies = [template.render(n, 2) for n in range(requests)]
     asm = Assembler(lambda t: None, limits=Limits(root_grace=3600, idle_timeout=3600, max_trace_age=3600))
-    asm.add(records_from_request(request_from_protobuf(bodies[0]))[0])  # warm: the shared table fills
+    asm.add(records_from_request(request_from_protobuf(bodies[0]), packed=True)[0])  # warm: the shared table fills
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     for body in bodies[1:]:
         req = request_from_protobuf(body)
-        asm.add(records_from_request(req)[0])
+        asm.add(records_from_request(req, packed=True)[0])
         del req
     gc.collect()
     after = tracemalloc.get_traced_memory()[0]

@@ -196,3 +196,54 @@ def test_the_hot_path_constructor_builds_the_same_frozen_record():
     assert {f.name: getattr(fast, f.name) for f in dataclasses.fields(SpanRecord)} == values
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.name = "other"
+
+
+def _packed_request() -> ExportTraceServiceRequest:
+    """Spans whose kind and status take either packed form, with times at both ends of their range."""
+    big = 2**64 - 1
+    return request_from_json(otlp_json(
+        span(),  # status message and events: the tuple form
+        span(spanId="00f067aa0ba902b8", status={"code": 1}, events=[], startTimeUnixNano="0",
+             endTimeUnixNano=str(big)),  # the small-int form
+        span(spanId="00f067aa0ba902b9", kind=64, status={}, events=[]),  # a kind past the small int
+        span(spanId="00f067aa0ba902ba", kind=-3, status={"code": 7}, events=[], startTimeUnixNano=str(big),
+             endTimeUnixNano="1"),
+        span(spanId="00f067aa0ba902bb", parentSpanId="", attributes=[], events=[]),
+    ))
+
+
+def test_packed_spans_unpack_to_the_records_compaction_builds():
+    import dataclasses
+
+    from luckrate.adapters.otlp.spans import PackedSpan, SpanRecord, unpacked
+
+    FIELDS_OF_RECORD = [f.name for f in dataclasses.fields(SpanRecord)]
+    req = _packed_request()
+    records, _ = records_from_request(req)
+    packed, rejected = records_from_request(req, packed=True)
+    assert rejected == [] and len(packed) == len(records) == 5
+    assert all(type(p) is PackedSpan for p in packed)
+    assert [(p.trace_id, p.span_id, p.parent_id) for p in packed] == [
+        (r.trace_id, r.span_id, r.parent_id) for r in records]
+    back = unpacked(packed)
+    assert all(type(r) is SpanRecord for r in back)
+    assert [{f: getattr(r, f) for f in FIELDS_OF_RECORD} for r in back] == [
+        {f: getattr(r, f) for f in FIELDS_OF_RECORD} for r in records]
+    assert back == tuple(records)
+    assert (back[1].start_ns, back[1].end_ns, back[3].kind, back[3].status_code) == (0, 2**64 - 1, -3, 7)
+    assert packed[1].unpack() == records[1]
+    assert unpacked(records) == tuple(records)  # records pass through
+
+
+def test_a_packed_span_is_smaller_than_its_record():
+    import sys
+
+    req = _packed_request()
+    (rec, *_), _ = records_from_request(req)
+    (packed, *_), _ = records_from_request(req, packed=True)
+
+    def size(r) -> int:  # the objects a span owns alone (shared names, layouts and ids aside)
+        own = [r, r.values, r.start_ns, r.end_ns] if not isinstance(r, tuple) else [r, r[4]]
+        return sum(map(sys.getsizeof, own))
+
+    assert size(packed) < size(rec) - 80

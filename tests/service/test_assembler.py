@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from luckrate.adapters.otlp import SpanRecord
-from luckrate.service.assembler import Assembler, AssemblerLoop, CompletedTrace, Limits, SpanBudget
+from luckrate.service.assembler import SCAN_SPANS, Assembler, AssemblerLoop, CompletedTrace, Limits, SpanBudget
 
 
 class Clock:
@@ -169,6 +169,43 @@ def test_split_out_of_order_requests_give_the_same_trace(n_requests, rnd: random
     many.asm.drain()
     assert len(many.out) == 1
     assert sorted(many.out[0].spans, key=lambda s: s.span_id) == sorted(one.out[0].spans, key=lambda s: s.span_id)
+
+
+@pytest.mark.parametrize("n", [3, SCAN_SPANS, SCAN_SPANS + 1, 3 * SCAN_SPANS])
+def test_duplicates_are_found_in_small_and_large_traces(n):
+    """Up to SCAN_SPANS spans a trace compares ids one by one, beyond it keeps a set: both find every
+    duplicate, whenever it comes, and nothing else."""
+    rig = Rig(**{**LIMITS, "max_spans_per_trace": 1000})
+    spans = [span(3, 1)] + [span(3, i, parent=1) for i in range(2, n + 1)]
+    rig.asm.add(spans[: n // 2])
+    rig.asm.add(spans[n // 2:] + spans[:2] + spans[-1:])  # the rest, then resends of the first two and the last
+    rig.asm.add(spans[1:3])
+    rig.asm.drain()
+    assert sorted(s.span_id for s in rig.out[0].spans) == sorted(s.span_id for s in spans)
+    assert rig.counts[("luckrate.spans.duplicate", ())] == 5
+    assert rig.released == 5
+
+
+def test_packed_spans_are_handed_on_as_records():
+    """The service buffers PackedSpans; the grader gets the SpanRecords the adapters read, the same as
+    when records are buffered."""
+    from luckrate import demo
+    from luckrate.adapters.otlp import records_from_request
+    from luckrate.adapters.otlp.spans import PackedSpan
+    from tests.service.harness import record_runs, request_of
+
+    req = request_of(record_runs([demo.make_run("tainted", 3, "support-agent")]))
+    packed, _ = records_from_request(req, packed=True)
+    records, _ = records_from_request(req)
+    assert packed and all(type(p) is PackedSpan for p in packed)
+    a, b = Rig(**LIMITS), Rig(**LIMITS)
+    a.asm.add(packed)
+    b.asm.add(records)
+    a.asm.drain()
+    b.asm.drain()
+    assert [type(s) for s in a.out[0].spans] == [SpanRecord] * len(records)
+    assert a.out[0].spans == b.out[0].spans
+    assert a.out[0].root_span_id == b.out[0].root_span_id
 
 
 def test_budget_refuses_past_its_limit_and_recovers():

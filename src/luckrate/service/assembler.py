@@ -17,8 +17,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 
 from luckrate.adapters.otlp import SpanRecord
+from luckrate.adapters.otlp.spans import PackedSpan, unpacked
 from luckrate.service.config import ServiceConfig
 
 log = logging.getLogger(__name__)
@@ -101,11 +103,19 @@ class SpanBudget:
             self._used = max(0, self._used - n)
 
 
-class _Trace:
-    __slots__ = ("spans", "first_seen", "last_seen", "root_seen", "due", "due_reason")
+SCAN_SPANS = 16
+"""Up to this many spans, a trace finds a duplicate by comparing span ids one by one (in C); beyond, it keeps
+a set of them. A dict of spans by id cost 48 bytes per buffered span (the README's memory section)."""
+_SPAN_ID = attrgetter("span_id")
+
+
+class _Trace(list):
+    """A trace's spans in arrival order, and when it is due. The list itself, not an object holding one."""
+
+    __slots__ = ("ids", "first_seen", "last_seen", "root_seen", "due", "due_reason")
 
     def __init__(self, now: float):
-        self.spans: dict[bytes, SpanRecord] = {}
+        self.ids: set[bytes] | None = None
         self.first_seen = now
         self.last_seen = now
         self.root_seen = False
@@ -126,7 +136,10 @@ class Assembler:
         self._release = release
         self._traces: dict[bytes, _Trace] = {}
         self._done: OrderedDict[bytes, None] = OrderedDict()
-        self._buckets: dict[int, set[bytes]] = {}
+        # Trace ids by the bucket they are due in. A list, not a set: a trace scheduled twice in one bucket
+        # is found complete (or not yet due) the second time and skipped, like a stale entry; a set took
+        # about 50 bytes per trace more.
+        self._buckets: dict[int, list[bytes]] = {}
         self._heap: list[int] = []
         # Counts gathered during one add/expire/drain and recorded once at its end: a metric update costs
         # several µs in the OTel SDK, and one per trace was a tenth of the server's time (the README's Benchmarks section).
@@ -138,31 +151,39 @@ class Assembler:
     def active(self) -> int:
         return len(self._traces)
 
-    def add(self, records: Iterable[SpanRecord]) -> None:
-        """Buffer spans; duplicates and late spans are counted, released from the budget and dropped."""
+    def add(self, records: Iterable[SpanRecord | PackedSpan]) -> None:
+        """Buffer spans; duplicates and late spans are counted, released from the budget and dropped.
+        ``PackedSpan``s are buffered as they are and handed on as records."""
         now = self._clock()
         dropped = {"luckrate.spans.duplicate": 0, "luckrate.spans.late": 0}
         touched: dict[bytes, _Trace] = {}
+        done, traces, max_spans = self._done, self._traces, self._limits.max_spans_per_trace
         for rec in records:
             tid = rec.trace_id
-            if tid in self._done:
+            if tid in done:
                 dropped["luckrate.spans.late"] += 1
                 continue
-            trace = self._traces.get(tid)
+            trace = traces.get(tid)
             if trace is None:
-                trace = self._traces[tid] = _Trace(now)
+                trace = traces[tid] = _Trace(now)
                 self._opened += 1
-            if rec.span_id in trace.spans:
+            sid, ids = rec.span_id, trace.ids
+            if sid in ids if ids is not None else sid in map(_SPAN_ID, trace):
                 dropped["luckrate.spans.duplicate"] += 1
                 continue
-            trace.spans[rec.span_id] = rec
-            trace.last_seen = now
-            trace.root_seen = trace.root_seen or not rec.parent_id
+            trace.append(rec)
+            if ids is not None:
+                ids.add(sid)
+            elif len(trace) > SCAN_SPANS:
+                trace.ids = set(map(_SPAN_ID, trace))
+            if not rec.parent_id:
+                trace.root_seen = True
             touched[tid] = trace
-            if len(trace.spans) >= self._limits.max_spans_per_trace:
+            if len(trace) >= max_spans:
                 self._complete(tid, "max_spans")
                 touched.pop(tid)
         for tid, trace in touched.items():
+            trace.last_seen = now
             self._schedule(tid, trace)
         for name, n in dropped.items():
             if n:
@@ -205,9 +226,9 @@ class Assembler:
         key = math.ceil(due / lim.bucket)
         bucket = self._buckets.get(key)
         if bucket is None:
-            bucket = self._buckets[key] = set()
+            bucket = self._buckets[key] = []
             heapq.heappush(self._heap, key)
-        bucket.add(tid)
+        bucket.append(tid)
 
     def _complete(self, tid: bytes, reason: str) -> None:
         trace = self._traces.pop(tid)
@@ -215,8 +236,8 @@ class Assembler:
         if len(self._done) > self._limits.late_memory:
             self._done.popitem(last=False)
         self._completed[reason] = self._completed.get(reason, 0) + 1
-        self._assembled += len(trace.spans)
-        self._emit(CompletedTrace(tid, tuple(trace.spans.values()), reason, trace.first_seen))
+        self._assembled += len(trace)
+        self._emit(CompletedTrace(tid, unpacked(trace), reason, trace.first_seen))
 
     def _flush_counts(self) -> None:
         completed = sum(self._completed.values())

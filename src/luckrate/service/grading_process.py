@@ -80,7 +80,8 @@ def worker_main(cfg: ServiceConfig, index: int, n: int, inbox, outbox, log_level
             return
         if message is not _IDLE:
             stamp, picks, body = message
-            records = records_at(request_from_protobuf(body), picks, keep_attribute=cfg.output_attribute)
+            records = records_at(request_from_protobuf(body), picks, keep_attribute=cfg.output_attribute,
+                                 packed=True)
             clock.stamp = stamp
             try:
                 assembler.add(records)

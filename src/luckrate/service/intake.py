@@ -96,7 +96,7 @@ class Intake:
 
     def _records(self, request: ExportTraceServiceRequest, judged: tuple, raw: bytes | None) -> list[SpanRecord]:
         # The positions judged usable: each span's ids are checked once, not again while compacting.
-        return records_at(request, judged[2][0], keep_attribute=self._keep)
+        return records_at(request, judged[2][0], keep_attribute=self._keep, packed=True)
 
     def _throttle(self, transport: str, spans: int, bad: int) -> Outcome:
         self._count("luckrate.spans.rejected", spans, reason="buffer_full")

@@ -11,7 +11,8 @@ import base64
 import json
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from operator import itemgetter
 from typing import Any
 
 from google.protobuf import json_format
@@ -82,6 +83,15 @@ _KEEP_EVENTS = frozenset({"exception"})
 Attributes = tuple[tuple[str, Any], ...]
 Layout = dict[str, int]
 """Attribute key -> its position in a record's ``values``; in the order sent, each key once."""
+
+
+def _item(index: int) -> Any:
+    """A C-level accessor for one item of a tuple subclass (what ``namedtuple`` uses), else a property."""
+    try:
+        from collections import _tuplegetter  # CPython
+    except ImportError:  # pragma: no cover
+        return property(itemgetter(index))
+    return _tuplegetter(index, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,28 +260,28 @@ def _hex_bytes(text: str) -> bytes:
 
 def records_from_request(
     req: ExportTraceServiceRequest, *, keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE,
-    keep_trace: Callable[[bytes], bool] | None = None,
-) -> tuple[list[SpanRecord], list[Rejected]]:
+    keep_trace: Callable[[bytes], bool] | None = None, packed: bool = False,
+) -> tuple[list[Any], list[Rejected]]:
     """Compact every usable span of the request (only those whose trace id ``keep_trace`` accepts, when
     given: a grading process keeps its share of the traces); count the others by reason. Never raises on
-    content."""
-    records: list[SpanRecord] = []
+    content. ``packed``: ``PackedSpan``s, for a buffer that holds them until their trace completes."""
+    records: list[Any] = []  # SpanRecords, or PackedSpans
     rejected: dict[str, int] = {}
     ids: dict[bytes, bytes] = {}  # one bytes object per distinct id of the request (trace ids, parents)
     for span, reason in _judged(req):
         if reason:
             rejected[reason] = rejected.get(reason, 0) + 1
         elif keep_trace is None or keep_trace(span.trace_id):
-            records.append(_record(span, keep_attribute, ids))
+            records.append(_record(span, keep_attribute, ids, packed))
     return records, [Rejected(r, n) for r, n in rejected.items()]
 
 
 def records_at(req: ExportTraceServiceRequest, picks: Iterable[int], *,
-               keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE) -> list[SpanRecord]:
+               keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE, packed: bool = False) -> list[Any]:
     """Compact the spans at these positions (ascending, counted over the request's spans in order), already
     judged usable (``route_spans``): a grading process reaches its share without a Python step over the
-    spans it does not own."""
-    records: list[SpanRecord] = []
+    spans it does not own. ``packed`` as in ``records_from_request``."""
+    records: list[Any] = []
     ids: dict[bytes, bytes] = {}
     wanted = iter(picks)
     pick = next(wanted, None)
@@ -283,7 +293,7 @@ def records_at(req: ExportTraceServiceRequest, picks: Iterable[int], *,
             spans = ss.spans
             end = first + len(spans)
             while pick is not None and pick < end:
-                records.append(_record(spans[pick - first], keep_attribute, ids))
+                records.append(_record(spans[pick - first], keep_attribute, ids, packed))
                 pick = next(wanted, None)
             first = end
     return records
@@ -351,7 +361,7 @@ def _reject_reason(span: Any) -> str | None:
     return "bad_parent_id" if parent and len(parent) != 8 else None
 
 
-def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes]) -> SpanRecord:
+def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes], packed: bool = False) -> Any:
     # The budget is spent in field order: name, status message, attributes, events. Common cases (a
     # shared name, no status message, no events) skip the helper calls.
     budget = _Budget(MAX_SPAN_TEXT)
@@ -367,43 +377,109 @@ def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes]) -> SpanReco
     message = budget.text(message, MAX_STATUS_MESSAGE) if message else ""
     layout, values = _attributes(span.attributes, keep_attribute, budget)
     events = span.events
+    events = _events(events, budget) if events else ()
     parent = span.parent_span_id
+    # An all-zero parent is a root's (see _reject_reason); other lengths than 8 were rejected there.
+    parent = ids.setdefault(parent, parent) if parent and parent != _ZERO_SPAN_ID else b""
     trace_id = span.trace_id
-    return _new_record(
-        ids.setdefault(trace_id, trace_id), span.span_id, ids.setdefault(parent, parent) if any(parent) else b"",
-        name, int(span.kind), int(span.start_time_unix_nano), int(span.end_time_unix_nano), int(status.code),
-        message, layout, values, _events(events, budget) if events else (),
-    )
+    trace_id = ids.setdefault(trace_id, trace_id)
+    kind, code = span.kind, status.code
+    if packed:  # PackedSpan's layout, built inline (a call per span costs more than the work)
+        state = (kind, code, message, events) if message or events or kind >> 6 or code >> 2 else kind << 2 | code
+        return _NEW_TUPLE(PackedSpan, (trace_id, span.span_id, parent, name,
+                                       span.start_time_unix_nano << 64 | span.end_time_unix_nano, state, layout,
+                                       *values))
+    return _new_record(trace_id, span.span_id, parent, name, kind, span.start_time_unix_nano,
+                       span.end_time_unix_nano, code, message, layout, values, events)
+
+
+class _Unfrozen:
+    """``SpanRecord``'s slots, in its order, without the frozen ``__setattr__``: ``_new_record`` fills one
+    with plain attribute stores and relabels it a ``SpanRecord`` (CPython allows ``__class__`` assignment
+    between classes of the same slots)."""
+
+    __slots__ = tuple(f.name for f in fields(SpanRecord))
 
 
 _NEW = object.__new__
-_SETTERS = tuple(getattr(SpanRecord, name).__set__ for name in (
-    "trace_id", "span_id", "parent_id", "name", "kind", "start_ns", "end_ns", "status_code", "status_message",
-    "layout", "values", "events"))
 
 
 def _new_record(trace_id: bytes, span_id: bytes, parent_id: bytes, name: str, kind: int, start_ns: int,
-                end_ns: int, status_code: int, status_message: str, layout: Layout, values: tuple[Any, ...],
+                end_ns: int, status_code: int, status_message: str, layout: Layout, values: Iterable[Any],
                 events: tuple[SpanEvent, ...]) -> SpanRecord:
     """``SpanRecord(...)`` for the hot path. A frozen dataclass's ``__init__`` sets each field through
-    ``object.__setattr__`` (Python 3.11), which took 1.7 µs for these 12 fields, about a tenth of
-    compaction; the slots' own setters, which ``object.__setattr__`` ends up calling, take a fifth of
-    that. The record is as frozen as any other (tests/adapters/test_otlp_spans.py compares the two)."""
-    rec = _NEW(SpanRecord)
-    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11 = _SETTERS
-    s0(rec, trace_id)
-    s1(rec, span_id)
-    s2(rec, parent_id)
-    s3(rec, name)
-    s4(rec, kind)
-    s5(rec, start_ns)
-    s6(rec, end_ns)
-    s7(rec, status_code)
-    s8(rec, status_message)
-    s9(rec, layout)
-    s10(rec, values)
-    s11(rec, events)
+    ``object.__setattr__`` (Python 3.11): 1.7 µs for these 12 fields. The slots' own setters took 0.7 µs;
+    plain stores into an unfrozen twin and a ``__class__`` assignment take 0.2 µs. The record is as
+    frozen as any other (tests/adapters/test_otlp_spans.py compares the two)."""
+    rec = _NEW(_Unfrozen)
+    rec.trace_id = trace_id
+    rec.span_id = span_id
+    rec.parent_id = parent_id
+    rec.name = name
+    rec.kind = kind
+    rec.start_ns = start_ns
+    rec.end_ns = end_ns
+    rec.status_code = status_code
+    rec.status_message = status_message
+    rec.layout = layout
+    rec.values = tuple(values)
+    rec.events = events
+    rec.__class__ = SpanRecord
     return rec
+
+
+class PackedSpan(tuple):
+    """A span record as a buffer holds it until its trace completes, in one tuple: trace id, span id,
+    parent id, name; both times as ``start_ns << 64 | end_ns`` (OTLP's are unsigned 64-bit); the kind and
+    status code as ``kind << 2 | code`` when the status has no message, the span no events and both fit (a
+    small int Python preallocates), else ``(kind, code, message, events)``; the layout; then the values.
+
+    About 100 bytes less per buffered tool span than a ``SpanRecord`` with its values tuple and two time
+    ints (the README's memory section). A buffer reads only the ids; ``unpacked`` builds the records the
+    adapters read, once, when the trace completes: reading fields from a tuple on every access instead
+    cost the adapter more than building the records does."""
+
+    __slots__ = ()
+    trace_id: bytes = _item(0)
+    span_id: bytes = _item(1)
+    parent_id: bytes = _item(2)
+
+    def unpack(self) -> SpanRecord:
+        return unpacked((self,))[0]
+
+
+_NEW_TUPLE = tuple.__new__
+
+
+def unpacked(spans: Iterable[Any]) -> tuple[SpanRecord, ...]:
+    """The ``SpanRecord`` of each ``PackedSpan`` (records pass through as they are)."""
+    out: list[SpanRecord] = []
+    append = out.append
+    new, unfrozen, packed, record = _NEW, _Unfrozen, PackedSpan, SpanRecord
+    for p in spans:
+        if p.__class__ is not packed:
+            append(p)
+            continue
+        trace_id, span_id, parent_id, name, times, status, layout = p[:7]
+        rec = new(unfrozen)  # as in _new_record, inline: a call per span costs more than the stores
+        rec.trace_id = trace_id
+        rec.span_id = span_id
+        rec.parent_id = parent_id
+        rec.name = name
+        if status.__class__ is int:
+            rec.kind = status >> 2
+            rec.status_code = status & 3
+            rec.status_message = ""
+            rec.events = ()
+        else:
+            rec.kind, rec.status_code, rec.status_message, rec.events = status
+        rec.start_ns = times >> 64
+        rec.end_ns = times & 0xFFFF_FFFF_FFFF_FFFF
+        rec.layout = layout
+        rec.values = p[7:]
+        rec.__class__ = record
+        append(rec)
+    return tuple(out)
 
 
 def _share(value: str) -> str:
@@ -451,7 +527,7 @@ def _key_rule(key: str) -> tuple[str | None, bool]:
     return rule
 
 
-def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> tuple[Layout, tuple[Any, ...]]:
+def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> tuple[Layout, list[Any]]:
     """``layout`` and ``values`` for a record: the kept attributes, the first of a repeated key."""
     # The hot loop of compaction: one pass, one probe per key (``_key_rules``), strings within budget and
     # shared-table hits handled inline, the budget in a local (a helper call or attribute access per
@@ -473,8 +549,10 @@ def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> t
             continue
         layout[key] = len(values)
         value = kv.value
-        which = value.WhichOneof("value")
-        if which != "string_value":
+        text = value.string_value
+        # A non-empty string_value is the oneof's value; only an empty one needs asking which it is (most
+        # values are strings, and asking took 60 ns each).
+        if not text and (which := value.WhichOneof("value")) != "string_value":
             if which in _SCALARS:
                 values.append(getattr(value, which))
                 continue
@@ -482,7 +560,6 @@ def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> t
             values.append(budget.value(value, 0))
             left = budget.left
             continue
-        text = value.string_value
         n = len(text)
         if n <= MAX_STRING and n <= left:
             left -= n
@@ -494,7 +571,7 @@ def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> t
             text = shared.get(text) or _share(text)
         values.append(text)
     budget.left = left
-    return _shared_layout(layout), tuple(values)
+    return _shared_layout(layout), values
 
 
 def _events(events: Iterable[Any], budget: "_Budget") -> tuple[SpanEvent, ...]:
@@ -512,6 +589,8 @@ def _events(events: Iterable[Any], budget: "_Budget") -> tuple[SpanEvent, ...]:
 
 class _Budget:
     """Converts AnyValue to Python while spending a per-span allowance of string characters."""
+
+    __slots__ = ("left",)  # one per span compacted: a slot is quicker to make and to update than a __dict__
 
     def __init__(self, chars: int):
         self.left = chars
