@@ -216,7 +216,8 @@ class SourceIndex:
             self._users += 1
         self._sources.append((source, step, text, args))
         self._names.append(source)
-        self._folded.append(text.casefold())
+        if self._tokens is None:  # scanning: the text is searched case-folded (the index cuts its own)
+            self._folded.append(text.casefold())
         self._chars += len(text)
 
     def names(self, positions) -> frozenset[str]:
@@ -243,7 +244,7 @@ class SourceIndex:
         if self._tokens is None:
             if self._scanned <= SCAN_FACTOR * self._chars:
                 return self._scan(key)
-            self._tokens, self._scans = {}, {}
+            self._tokens, self._scans, self._folded = {}, {}, []
         if self._tokens_upto < len(self._sources):
             self._catch_up(self._tokens, self._tokens_upto, tokens)
             self._tokens_upto = len(self._sources)
