@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import functools
 import re
-from itertools import filterfalse, repeat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import filterfalse, repeat
 from typing import Any, NamedTuple
 
 from luckrate.core import forms
@@ -94,6 +95,8 @@ def tokens(text: str) -> set[str]:
     return out
 
 
+SHORT_POSITIONS = 16
+"""A key's positions in the token index are a tuple up to this many, then a list (``_catch_up``)."""
 SCAN_FACTOR = 8
 """Scan sources for keys until the characters scanned pass this many times the characters held (then
 index every token: ``SourceIndex.tokens_of``)."""
@@ -201,14 +204,15 @@ class SourceIndex:
         """key -> (positions holding it, sources scanned for it): the scanning mode's results."""
         self._scanned = 0
         """Characters scanned so far; past ``SCAN_FACTOR`` times ``_chars``, the token index takes over."""
-        self._tokens: dict[str, list[int]] | None = None
+        self._tokens: dict[str, Sequence[int]] | None = None
         self._tokens_upto = 0
-        self._forms: dict[str, list[int]] = {}
+        self._forms: dict[str, Sequence[int]] = {}
         self._forms_upto = 0
         self._located: dict[int, _Located] = {}
         self._user_keys: set[str] | None = None
         self._called: dict[int, frozenset[str]] = {}
         self._found: dict[tuple[str, int], tuple[frozenset[str], tuple[int, ...]]] = {}
+        self._name_sets: dict[frozenset[str], frozenset[str]] = {}
 
     def add(self, source: str, text: str, step: int | None = None, args: Any = None) -> None:
         """Add a source; ``args`` are the producing call's arguments (for echoes and designation)."""
@@ -221,7 +225,11 @@ class SourceIndex:
         self._chars += len(text)
 
     def names(self, positions) -> frozenset[str]:
-        return frozenset(map(self._names.__getitem__, positions))
+        """The source names at ``positions``: one shared frozenset per distinct set of names (a long run has
+        tens of thousands of arguments but a handful of source combinations, and each set is an object the
+        garbage collector walks)."""
+        names = frozenset(map(self._names.__getitem__, positions))
+        return self._name_sets.setdefault(names, names)
 
     def found(self, key: str, positions: list[int]) -> tuple[frozenset[str], tuple[int, ...]]:
         """The names and positions of ``positions`` (``tokens_of(key)``), built once per key and length:
@@ -232,7 +240,7 @@ class SourceIndex:
             hit = self._found[cache_key] = (self.names(positions), tuple(positions))
         return hit
 
-    def tokens_of(self, key: str) -> list[int]:
+    def tokens_of(self, key: str) -> Sequence[int]:
         """The positions (ascending) of the sources holding ``key`` as a plain token; do not modify.
 
         Two modes, one answer (tests/core/test_provenance_scan.py checks they agree). A run starts by
@@ -274,15 +282,22 @@ class SourceIndex:
             found.update(self._forms.get(key, ()))
         return found
 
-    def _catch_up(self, table: dict[str, list[int]], start: int, keys_of) -> None:
+    def _catch_up(self, table: dict[str, Sequence[int]], start: int, keys_of) -> None:
+        # Positions as tuples while short: a long run's index holds a list for each of hundreds of thousands
+        # of keys, and lists are containers every full garbage collection walks (a quarter of grading a
+        # 10,000-step run); tuples of ints are untracked by the collector. Long ones become lists.
         get = table.get
         for position in range(start, len(self._sources)):
             for key in keys_of(self._sources[position][2]):  # a set: each key once per source
                 found = get(key)
                 if found is None:
-                    table[key] = [position]
-                else:
+                    table[key] = (position,)
+                elif found.__class__ is list:
                     found.append(position)
+                elif len(found) < SHORT_POSITIONS:
+                    table[key] = found + (position,)
+                else:
+                    table[key] = [*found, position]
 
     def origins(self, position: int, keys: tuple[str, ...]) -> list[Origin]:
         """Where in source ``position`` the keys sit (fields parsed on first use, then cached)."""
