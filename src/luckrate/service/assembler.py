@@ -8,6 +8,7 @@ tests advance a fake one.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import logging
 import math
@@ -61,12 +62,19 @@ class CompletedTrace:
     """A trace handed to the grader."""
 
     trace_id: bytes
-    spans: tuple[SpanRecord, ...]
-    """In arrival order; the adapter orders steps by time, so arrival order does not matter."""
+    packed: tuple
+    """The spans as buffered (``PackedSpan``s, or records), in arrival order."""
     reason: str
     """One of ``telemetry.COMPLETION_REASONS``."""
     first_seen: float
     """Clock time the first span arrived (for the first-span-to-verdict delay)."""
+
+    @functools.cached_property
+    def spans(self) -> tuple[SpanRecord, ...]:
+        """The records the adapter reads, in arrival order (the adapter orders steps by time). Built on
+        first use, by the grading thread: a trace waiting for the grader stays packed (a full buffer is
+        mostly such traces), and its records are fresh in the cache when they are read."""
+        return unpacked(self.packed)
 
     @property
     def root_span_id(self) -> bytes:
@@ -237,7 +245,7 @@ class Assembler:
             self._done.popitem(last=False)
         self._completed[reason] = self._completed.get(reason, 0) + 1
         self._assembled += len(trace)
-        self._emit(CompletedTrace(tid, unpacked(trace), reason, trace.first_seen))
+        self._emit(CompletedTrace(tid, tuple(trace), reason, trace.first_seen))
 
     def _flush_counts(self) -> None:
         completed = sum(self._completed.values())

@@ -128,7 +128,7 @@ class Worker:
             self._telemetry.add("luckrate.grade.errors")
             log.exception("grading trace %s failed", trace.trace_id.hex())
         finally:
-            self._release(len(trace.spans))
+            self._release(len(trace.packed))
 
     def _grade(self, trace: CompletedTrace, started: float) -> None:
         tid = trace.trace_id.hex()
