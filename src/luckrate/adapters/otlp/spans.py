@@ -1,4 +1,4 @@
-"""Decode OTLP trace requests into compact span records the service can buffer per trace.
+"""Compact the spans of decoded OTLP requests (requests.py) into records to buffer per trace.
 
 Span data is attacker-influenced: a record keeps only the attribute keys and events the adapter reads,
 bounds every string, list and count, and never raises on content. Spans whose ids make them unusable
@@ -7,20 +7,15 @@ are counted by reason (``Rejected``) so the receiver can answer with a partial s
 
 from __future__ import annotations
 
-import base64
-import json
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
 from operator import itemgetter
 from typing import Any
 
-from google.protobuf import json_format
-from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from luckrate.adapters import InvalidInput
 
 DEFAULT_OUTPUT_ATTRIBUTE = "luckrate.output_ok"
 
@@ -190,72 +185,6 @@ def _lookup(attributes: Attributes, key: str, default: Any) -> Any:
         if k == key:
             return v
     return default
-
-
-def request_from_protobuf(body: bytes) -> ExportTraceServiceRequest:
-    """Decode a binary ``ExportTraceServiceRequest``; InvalidInput when it is not one."""
-    req = ExportTraceServiceRequest()
-    try:
-        req.ParseFromString(body)
-    except (DecodeError, RecursionError, ValueError) as e:
-        raise InvalidInput(f"undecodable OTLP protobuf ({e or type(e).__name__})") from None
-    return req
-
-
-def request_from_json(body: bytes | str) -> ExportTraceServiceRequest:
-    """Decode OTLP/JSON: hex ids, integer enums, lowerCamelCase keys, 64-bit ints as strings or
-    numbers, unknown fields ignored. An id that is not hex decodes to empty bytes so the span is
-    rejected (counted) instead of failing the whole request."""
-    try:
-        doc = json.loads(body)
-    except (ValueError, RecursionError) as e:  # ValueError: also an integer over 4300 digits
-        raise InvalidInput(f"undecodable OTLP/JSON ({str(e)[:200]})") from None
-    if not isinstance(doc, dict):
-        raise InvalidInput(f"OTLP/JSON must be an object, got {type(doc).__name__}")
-    try:
-        _hex_ids_to_base64(doc)
-        req = ExportTraceServiceRequest()
-        json_format.ParseDict(doc, req, ignore_unknown_fields=True)
-    except (json_format.ParseError, TypeError, AttributeError, RecursionError, ValueError, OverflowError,
-            SystemError) as e:
-        # SystemError: protobuf's upb raises it for a field name holding a lone surrogate ("\ud800").
-        raise InvalidInput(f"invalid OTLP/JSON ({str(e)[:200]})") from None
-    return req
-
-
-def _hex_ids_to_base64(doc: dict[str, Any]) -> None:
-    # protobuf's JSON parser expects base64 for bytes; OTLP/JSON sends trace and span ids as hex.
-    for span in _json_spans(doc):
-        _convert_ids(span, ("traceId", "spanId", "parentSpanId"))
-        for link in span.get("links") or ():
-            if isinstance(link, dict):
-                _convert_ids(link, ("traceId", "spanId"))
-
-
-def _json_spans(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
-    for rs in _dicts(doc.get("resourceSpans")):
-        for ss in _dicts(rs.get("scopeSpans")):
-            yield from _dicts(ss.get("spans"))
-
-
-def _dicts(value: Any) -> Iterable[dict[str, Any]]:
-    if isinstance(value, list):
-        return (v for v in value if isinstance(v, dict))
-    return ()
-
-
-def _convert_ids(obj: dict[str, Any], keys: tuple[str, ...]) -> None:
-    for key in keys:
-        value = obj.get(key)
-        if isinstance(value, str):
-            obj[key] = base64.b64encode(_hex_bytes(value)).decode("ascii")
-
-
-def _hex_bytes(text: str) -> bytes:
-    try:
-        return bytes.fromhex(text)
-    except ValueError:
-        return b""
 
 
 def records_from_request(
