@@ -19,7 +19,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from luckrate.service.config import InvalidConfig, ServiceConfig, build_config, worker_count
-from luckrate.service.workers import route
+from luckrate.adapters.otlp.spans import route
 from tests.reliability.harness import fresh_request, identity, raw_span, request_with, settled, span_count
 from tests.service.harness import MetricsSink, Server, core_verdicts, post, record_runs, total, wait_until
 from tests.service.test_e2e import KINDS, by_trace, runs
@@ -254,9 +254,9 @@ def test_route_spreads_trace_ids_over_every_worker():
 
 
 def test_the_pool_judges_spans_as_the_intake_does_and_shares_them_out():
-    """The shares are what each worker will keep, so they must agree with usable_spans span for span: a
+    """The shares are what each worker will keep, so they must agree with compaction span for span: a
     worker's death is accounted from them."""
-    from luckrate.adapters.otlp.spans import usable_spans
+    from luckrate.adapters.otlp import records_from_request
     from luckrate.service.workers import WorkerPool
 
     rng = random.Random(7)
@@ -266,17 +266,16 @@ def test_the_pool_judges_spans_as_the_intake_does_and_shares_them_out():
     req.resource_spans.extend(request_with(bad).resource_spans)
     pool = WorkerPool(ServiceConfig(), 3, telemetry=None, budget=None)
     usable, rejected, picks = pool.judge(req)
-    assert (usable, sorted(map(repr, rejected))) == (lambda u, r: (u, sorted(map(repr, r))))(*usable_spans(req))
+    every, every_rejected = records_from_request(req)
+    assert (usable, sorted(map(repr, rejected))) == (len(every), sorted(map(repr, every_rejected)))
     assert sum(map(len, picks)) == usable == span_count(req) - 3
     spans = [s for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans]
     unusable = {spans.index(s) for s in spans if s.trace_id in (bad[0].trace_id, bad[1].trace_id, bad[2].trace_id)}
     assert picks == [[p for p, s in enumerate(spans) if p not in unusable and route(s.trace_id, 3) == i]
                      for i in range(3)]
     # What each worker compacts from its positions is its share of the records, in request order.
-    from luckrate.adapters.otlp import records_from_request
     from luckrate.adapters.otlp.spans import records_at
 
-    every = records_from_request(req)[0]
     for i in range(3):
         assert [r.span_id for r in records_at(req, picks[i])] == [
             r.span_id for r in every if route(r.trace_id, 3) == i]

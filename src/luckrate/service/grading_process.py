@@ -1,7 +1,7 @@
 """A grading process of ``luckrate serve --workers N``: its main loop, and the reports it sends back.
 
 It runs the same Assembler and Worker a single process runs, on one thread, over the traces it owns
-(``workers.route``), grading as traces complete. What it counts goes back to the receiving process in
+(``spans.route``), grading as traces complete. What it counts goes back to the receiving process in
 ``Report``s, cut only between batches: every span a report settles is counted in that same report, which
 is what keeps the accounting identities exact across processes (see ``workers``).
 """

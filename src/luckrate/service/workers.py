@@ -24,7 +24,6 @@ import multiprocessing
 import queue
 import threading
 import time
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,11 +43,6 @@ log = logging.getLogger(__name__)
 RESTART_PAUSE = 1.0
 """A worker that dies within this many seconds of starting is restarted only after this pause (a worker
 that cannot start at all must not spin)."""
-
-
-def route(trace_id: bytes, n: int) -> int:
-    """The worker (0..n-1) that owns a trace."""
-    return zlib.crc32(trace_id) % n
 
 
 _STOP_SENDING = object()

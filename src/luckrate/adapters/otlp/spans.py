@@ -8,7 +8,7 @@ are counted by reason (``Rejected``) so the receiver can answer with a partial s
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 from operator import itemgetter
 from typing import Any
@@ -188,19 +188,17 @@ def _lookup(attributes: Attributes, key: str, default: Any) -> Any:
 
 
 def records_from_request(
-    req: ExportTraceServiceRequest, *, keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE,
-    keep_trace: Callable[[bytes], bool] | None = None, packed: bool = False,
+    req: ExportTraceServiceRequest, *, keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE, packed: bool = False,
 ) -> tuple[list[Any], list[Rejected]]:
-    """Compact every usable span of the request (only those whose trace id ``keep_trace`` accepts, when
-    given: a grading process keeps its share of the traces); count the others by reason. Never raises on
-    content. ``packed``: ``PackedSpan``s, for a buffer that holds them until their trace completes."""
+    """Compact every usable span of the request; count the others by reason. Never raises on content.
+    ``packed``: ``PackedSpan``s, for a buffer that holds them until their trace completes."""
     records: list[Any] = []  # SpanRecords, or PackedSpans
     rejected: dict[str, int] = {}
     ids: dict[bytes, bytes] = {}  # one bytes object per distinct id of the request (trace ids, parents)
     for span, reason in _judged(req):
         if reason:
             rejected[reason] = rejected.get(reason, 0) + 1
-        elif keep_trace is None or keep_trace(span.trace_id):
+        else:
             records.append(_record(span, keep_attribute, ids, packed))
     return records, [Rejected(r, n) for r, n in rejected.items()]
 
@@ -228,9 +226,15 @@ def records_at(req: ExportTraceServiceRequest, picks: Iterable[int], *,
     return records
 
 
+def route(trace_id: bytes, n: int) -> int:
+    """The owner (0..n-1) of a trace among ``n`` grading processes: what the Collector's load-balancing
+    exporter does with ``routing_key: traceID``."""
+    return zlib.crc32(trace_id) % n
+
+
 def route_spans(req: ExportTraceServiceRequest, n: int) -> tuple[list[list[int]], list[Rejected]]:
-    """The positions of the usable spans each of ``n`` owners takes (``crc32(trace id) % n``, what the
-    Collector's load-balancing exporter does with ``routing_key: traceID``), and the others by reason."""
+    """The positions of the usable spans each of ``n`` owners takes (``route``, inlined: it runs once per
+    span a receiver gets), and the others by reason."""
     picks: list[list[int]] = [[] for _ in range(n)]
     adds = [p.append for p in picks]
     rejected: dict[str, int] = {}
@@ -248,20 +252,6 @@ def route_spans(req: ExportTraceServiceRequest, n: int) -> tuple[list[list[int]]
                     adds[crc32(span.trace_id) % n](position)
                 position += 1
     return picks, [Rejected(r, c) for r, c in rejected.items()]
-
-
-def usable_spans(req: ExportTraceServiceRequest) -> tuple[int, list[Rejected]]:
-    """How many spans ``records_from_request`` would keep, and the others by reason, reading ids only.
-
-    Cheap next to compacting (a receiver with a full buffer refuses the request without building records)."""
-    usable = 0
-    rejected: dict[str, int] = {}
-    for _, reason in _judged(req):
-        if reason:
-            rejected[reason] = rejected.get(reason, 0) + 1
-        else:
-            usable += 1
-    return usable, [Rejected(r, n) for r, n in rejected.items()]
 
 
 def _judged(req: ExportTraceServiceRequest) -> Iterator[tuple[Any, str | None]]:
