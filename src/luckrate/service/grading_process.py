@@ -53,7 +53,7 @@ class _StampedClock:
         return time.monotonic() if self.stamp is None else self.stamp
 
 
-def worker_main(cfg: ServiceConfig, index: int, n: int, inbox, outbox, log_level: int = logging.INFO) -> None:
+def worker_main(cfg: ServiceConfig, index: int, inbox, outbox, log_level: int = logging.INFO) -> None:
     """A grading process: read batches until told to stop (None), then grade everything buffered and send
     the last report; exit at once if the receiving process is gone."""
     # Ctrl-C reaches the whole process group, and SIGTERM may too: the receiving process decides when a

@@ -211,7 +211,7 @@ class WorkerPool:
         _widen(outbox_w)
         process = self._context.Process(
             target=worker_main, name=f"luckrate-worker-{slot.index}", daemon=True,
-            args=(self._cfg, slot.index, self.n, inbox_r, outbox_w, logging.getLogger().getEffectiveLevel()))
+            args=(self._cfg, slot.index, inbox_r, outbox_w, logging.getLogger().getEffectiveLevel()))
         process.start()
         # Only the worker holds these ends now, so its death is an EOF here.
         inbox_r.close()
