@@ -133,7 +133,7 @@ def _holds(folded: str, key: str) -> bool:
             at = folded.find(key, end)
             continue
         after = _CUT_OR_SPACE.search(folded, end)
-        stop = after.start() if after else len(folded)
+        stop = after.start() if after else length
         low = max(0, at - TOKEN_WINDOW)
         before = _TOKEN_START.match(folded, low, at)
         if before is not None:
@@ -142,10 +142,7 @@ def _holds(folded: str, key: str) -> bool:
             start = 0
         else:
             return key in tokens(folded)
-        if start == at and stop == at + len(key):
-            if not key.isalpha():  # the token is the key (a token of letters only is not indexed)
-                return True
-        elif key in tokens(folded[start:stop]):
+        if key in tokens(folded[start:stop]):  # the key is part of a longer token (never the whole of it here)
             return True
         at = folded.find(key, stop)
     return False
