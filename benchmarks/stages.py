@@ -6,9 +6,9 @@ own and a change to one stage can be checked A/B in seconds:
 
 - decode: ``request_from_protobuf`` (upb);
 - compact: ``records_from_request(packed=True)`` (what a receiver thread does to each accepted request);
-- assemble: ``Assembler.add`` plus completing every trace, which unpacks its spans into records (the
-  assembler thread);
-- adapt: ``trajectory_from_spans`` (spans -> trajectory, on the grader thread);
+- assemble: ``Assembler.add`` plus completing every trace (the assembler thread);
+- adapt: ``trajectory_from_spans`` (spans -> trajectory, on the grader thread), unpacking each trace's
+  spans into records first, as the grader thread does;
 - grade: ``grade`` against the example spec;
 - metrics: ``Telemetry.run`` and the two histogram records the worker makes per trace, counted in a
   ``Tally`` and handed to ``Telemetry`` once per round, as the grader thread does.

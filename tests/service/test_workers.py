@@ -253,19 +253,18 @@ def test_route_spreads_trace_ids_over_every_worker():
         assert min(seen) > 4000 / n * 0.8, seen
 
 
-def test_the_pool_judges_spans_as_the_intake_does_and_shares_them_out():
+def test_spans_are_judged_for_workers_as_for_one_process_and_shared_out():
     """The shares are what each worker will keep, so they must agree with compaction span for span: a
     worker's death is accounted from them."""
     from luckrate.adapters.otlp import records_from_request
-    from luckrate.service.workers import WorkerPool
+    from luckrate.service.intake import judge_spans
 
     rng = random.Random(7)
     req = fresh_request(rng, traces=20)
     bad = [raw_span(bytes(16), rng.randbytes(8)), raw_span(rng.randbytes(16), bytes(8)),
            raw_span(rng.randbytes(16), rng.randbytes(8), parent=b"\x01"), raw_span(rng.randbytes(16), rng.randbytes(8))]
     req.resource_spans.extend(request_with(bad).resource_spans)
-    pool = WorkerPool(ServiceConfig(), 3, telemetry=None, budget=None)
-    usable, rejected, picks = pool.judge(req)
+    usable, rejected, picks = judge_spans(req, 3)
     every, every_rejected = records_from_request(req)
     assert (usable, sorted(map(repr, rejected))) == (len(every), sorted(map(repr, every_rejected)))
     assert sum(map(len, picks)) == usable == span_count(req) - 3

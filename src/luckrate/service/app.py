@@ -170,7 +170,7 @@ def build(cfg: ServiceConfig, specs) -> Service:
         budget = PoolBudget(cfg.max_buffered_spans, max_backlog=4 * cfg.max_request_bytes)
         grading = budget.pool = WorkerPool(cfg, n, telemetry, budget)
         intake = Intake(grading.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute,
-                        judge=grading.judge, prepare=grading.prepare)
+                        owners=n, prepare=grading.prepare)
     else:
         budget = SpanBudget(cfg.max_buffered_spans)
         rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation,

@@ -43,14 +43,14 @@ class Intake:
     """Thread-safe: called concurrently by receiver threads."""
 
     def __init__(self, submit: Callable[[list[SpanRecord]], None], budget: SpanBudget, count: Callable[..., None],
-                 *, keep_attribute: str = "luckrate.output_ok", judge: Callable[..., tuple] | None = None,
+                 *, keep_attribute: str = "luckrate.output_ok", owners: int = 1,
                  prepare: Callable[..., Any] | None = None):
-        """``judge(request) -> (usable, rejected, ...)`` counts the spans (default ``judge_spans``: the usable
-        spans' positions found with the count); ``prepare(request, judged, raw)`` makes what ``submit``
-        takes, by default the records of those spans. Grading processes take the request itself
+        """Each request is judged once (``judge_spans``), its usable spans' positions shared out among
+        ``owners`` grading processes; ``prepare(request, judged, raw)`` makes what ``submit`` takes, by
+        default the records of those spans. Grading processes take the request itself
         (``workers.WorkerPool``)."""
         self._submit = submit
-        self._judge = judge or judge_spans
+        self._owners = owners
         self._prepare = prepare or self._records
         self._budget = budget
         self._count = count
@@ -69,7 +69,7 @@ class Intake:
         grading processes as is, rather than encoded again)."""
         # Reserve buffer space before compacting: a saturated server otherwise spent most of its CPU
         # compacting retried requests only to throw the records away (the README's Benchmarks section).
-        judged = self._judge(request)
+        judged = judge_spans(request, self._owners)
         usable, rejected = judged[0], judged[1]
         bad = sum(r.count for r in rejected)
         self._count("luckrate.spans.received", usable + bad, transport=transport)

@@ -29,11 +29,9 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from luckrate.adapters.otlp.spans import Rejected
 from luckrate.service.assembler import SpanBudget
 from luckrate.service.config import ServiceConfig
 from luckrate.service.grading_process import send_batch, send_stop, worker_main
-from luckrate.service.intake import judge_spans
 from luckrate.service.tally import Report, apply
 from luckrate.service.telemetry import Telemetry
 from luckrate.service.worker import VerdictLog
@@ -155,10 +153,6 @@ class WorkerPool:
     @property
     def pids(self) -> list[int]:
         return [s.process.pid for s in self._slots if s.process is not None]
-
-    def judge(self, request: ExportTraceServiceRequest) -> tuple[int, list[Rejected], list[list[int]]]:
-        """The usable spans' count and, in the same pass, the positions of those each worker owns."""
-        return judge_spans(request, self.n)
 
     @staticmethod
     def prepare(request: ExportTraceServiceRequest, judged: tuple, raw: bytes | None) -> tuple[list[list[int]], bytes]:

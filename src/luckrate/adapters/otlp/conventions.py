@@ -82,25 +82,13 @@ def _carries(layout: dict[str, int], markers: tuple[str, ...]) -> bool:
     return False
 
 
-_Plan = tuple[tuple[Callable, ...], tuple[Callable, ...]]
-_plans: dict[int, tuple[dict, _Plan]] = {}
-PLANS_MAX = 4096
-"""Layouts whose plan is remembered (spans.py shares one layout dict among records with the same keys,
-so a plan is worked out once per layout, not per span). Cleared when full, like spans.py's layouts."""
-
-
-def _plan(layout: dict[str, int]) -> _Plan:
+def _admitted(layout: dict[str, int]) -> tuple[tuple[Callable, ...], tuple[Callable, ...]]:
     """The classifiers and message readers whose markers the layout carries, in registry order."""
-    held = _plans.get(id(layout))
-    if held is not None and held[0] is layout:  # the id of a layout since freed may be reused
-        return held[1]
-    plan = (tuple(read for markers, read in _CLASSIFIERS if not markers or _carries(layout, markers)),
+    return (tuple(read for markers, read in _CLASSIFIERS if not markers or _carries(layout, markers)),
             tuple(read for markers, read in _READERS if not markers or _carries(layout, markers)))
-    if len(layout) <= spans.LAYOUT_KEYS:  # larger layouts are not shared (spans.py): nothing to reuse
-        if len(_plans) >= PLANS_MAX:
-            _plans.clear()
-        _plans[id(layout)] = (layout, plan)
-    return plan
+
+
+_plan = spans.LayoutMemo(_admitted)
 
 
 def input_messages(rec: SpanRecord) -> list[Message] | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from luckrate.adapters.otlp.payloads import Requested, captured, load_text
-from luckrate.adapters.otlp.spans import LAYOUT_KEYS, SpanRecord
+from luckrate.adapters.otlp.spans import LayoutMemo, SpanRecord
 from luckrate.core.frozen import fast_init
 
 MAX_MESSAGES = 1000
@@ -55,7 +55,7 @@ def _messages(rec: SpanRecord, key: str, oi_prefix: str, tl_prefix: str, events:
     if captured(raw):
         return _from_semconv(raw)
     for prefix in (oi_prefix, tl_prefix):
-        if not _holds_prefix(rec.layout, prefix):
+        if prefix not in _flat_prefixes(rec.layout):
             continue
         flat = unflatten(zip(rec.layout, rec.values), prefix)
         if flat:
@@ -171,22 +171,11 @@ def _from_event(name: str, attributes: tuple[tuple[str, Any], ...]) -> Message:
     return _chat_message({**body, "role": body.get("role") or role})
 
 
-_prefixed: dict[tuple[int, str], tuple[dict, bool]] = {}
-PREFIXED_MAX = 4096
-"""(layout, prefix) answers remembered: spans.py shares one layout among records with the same keys, so
-most spans (none of whose keys is a flattened message) skip the walk over their attributes."""
-
-
-def _holds_prefix(layout: dict[str, int], prefix: str) -> bool:
-    held = _prefixed.get((id(layout), prefix))
-    if held is not None and held[0] is layout:  # the id of a layout since freed may be reused
-        return held[1]
-    found = any(key.startswith(prefix) for key in layout)
-    if len(layout) <= LAYOUT_KEYS:  # larger layouts are not shared (spans.py): nothing to reuse
-        if len(_prefixed) >= PREFIXED_MAX:
-            _prefixed.clear()
-        _prefixed[(id(layout), prefix)] = (layout, found)
-    return found
+_FLAT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.")
+_flat_prefixes = LayoutMemo(
+    lambda layout: frozenset(p for p in _FLAT_PREFIXES if any(key.startswith(p) for key in layout)))
+"""The flattened message lists a layout holds keys of: most spans hold none, and skip two walks over
+their attributes."""
 
 
 def unflatten(attributes: Iterable[tuple[str, Any]], prefix: str) -> list[Any]:

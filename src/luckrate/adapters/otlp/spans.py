@@ -8,7 +8,7 @@ are counted by reason (``Rejected``) so the receiver can answer with a partial s
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from operator import itemgetter
 from typing import Any
@@ -166,6 +166,28 @@ class Rejected:
     count: int
 
 
+class LayoutMemo:
+    """``compute(layout)``, worked out once per shared layout rather than once per span: every record with
+    the same attribute keys holds the same layout dict (``_shared_layout``), so a fact about the keys alone
+    (which conventions may read the span, whether it holds flattened messages) is a dict probe. Bounded
+    like the layouts table; a layout too large to be shared is computed each time."""
+
+    def __init__(self, compute: Callable[[Layout], Any]):
+        self._compute = compute
+        self._held: dict[int, tuple[Layout, Any]] = {}
+
+    def __call__(self, layout: Layout) -> Any:
+        held = self._held.get(id(layout))
+        if held is not None and held[0] is layout:  # the id of a layout since freed may be reused
+            return held[1]
+        value = self._compute(layout)
+        if len(layout) <= LAYOUT_KEYS:
+            if len(self._held) >= LAYOUTS_MAX:
+                self._held.clear()
+            self._held[id(layout)] = (layout, value)
+        return value
+
+
 def _shared_layout(layout: Layout) -> Layout:
     """The shared copy of a layout with these keys in this order (a new one is shared while room is left)."""
     if len(layout) > LAYOUT_KEYS:
@@ -192,15 +214,8 @@ def records_from_request(
 ) -> tuple[list[Any], list[Rejected]]:
     """Compact every usable span of the request; count the others by reason. Never raises on content.
     ``packed``: ``PackedSpan``s, for a buffer that holds them until their trace completes."""
-    records: list[Any] = []  # SpanRecords, or PackedSpans
-    rejected: dict[str, int] = {}
-    ids: dict[bytes, bytes] = {}  # one bytes object per distinct id of the request (trace ids, parents)
-    for span, reason in _judged(req):
-        if reason:
-            rejected[reason] = rejected.get(reason, 0) + 1
-        else:
-            records.append(_record(span, keep_attribute, ids, packed))
-    return records, [Rejected(r, n) for r, n in rejected.items()]
+    picks, rejected = route_spans(req, 1)
+    return records_at(req, picks[0], keep_attribute=keep_attribute, packed=packed), rejected
 
 
 def records_at(req: ExportTraceServiceRequest, picks: Iterable[int], *,
@@ -252,14 +267,6 @@ def route_spans(req: ExportTraceServiceRequest, n: int) -> tuple[list[list[int]]
                     adds[crc32(span.trace_id) % n](position)
                 position += 1
     return picks, [Rejected(r, c) for r, c in rejected.items()]
-
-
-def _judged(req: ExportTraceServiceRequest) -> Iterator[tuple[Any, str | None]]:
-    """Every span of the request with its rejection reason (None when usable)."""
-    for rs in req.resource_spans:
-        for ss in rs.scope_spans:
-            for span in ss.spans:
-                yield span, _reject_reason(span)
 
 
 _ZERO_TRACE_ID = bytes(16)
@@ -355,16 +362,13 @@ class PackedSpan(tuple):
 
     About 100 bytes less per buffered tool span than a ``SpanRecord`` with its values tuple and two time
     ints (the README's memory section). A buffer reads only the ids; ``unpacked`` builds the records the
-    adapters read, once, when the trace completes: reading fields from a tuple on every access instead
-    cost the adapter more than building the records does."""
+    adapters read, once, when the grading thread takes the trace (``assembler.CompletedTrace.spans``):
+    reading fields from a tuple on every access instead cost the adapter more than building the records."""
 
     __slots__ = ()
     trace_id: bytes = _item(0)
     span_id: bytes = _item(1)
     parent_id: bytes = _item(2)
-
-    def unpack(self) -> SpanRecord:
-        return unpacked((self,))[0]
 
 
 _NEW_TUPLE = tuple.__new__
