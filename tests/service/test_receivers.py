@@ -239,6 +239,33 @@ def test_output_rule_flags_reach_the_adapter(case, over, events, output):
         svc.stop(10)
 
 
+MALFORMED = [
+    # (case, raw request, status, refusal reason): refused by the standard library's request parsing
+    ("bad request line", b"GARBAGE\r\n\r\n", 400, "undecodable"),
+    ("TLS to the plaintext port", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 400, "undecodable"),
+    ("HTTP/2 request line", b"POST /v1/traces HTTP/2.0\r\nHost: x\r\n\r\n", 505, "undecodable"),
+    ("unknown method", b"BREW /v1/traces HTTP/1.1\r\nHost: x\r\n\r\n", 501, "undecodable"),
+    ("request line over 64 KiB", b"POST /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 414, "too_large"),
+    ("header over 64 KiB", b"POST /v1/traces HTTP/1.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n", 431, "too_large"),
+]
+
+
+@pytest.mark.parametrize("case, raw, code, reason", MALFORMED, ids=[c[0] for c in MALFORMED])
+def test_http_requests_refused_by_the_http_parser_are_counted(service, spans, case, raw, code, reason):
+    """Regression: these were answered by http.server before any code of ours ran, and never counted."""
+    import socket
+
+    _, http = urls(service)
+    with socket.create_connection(("127.0.0.1", service.receivers[1].port), timeout=5) as sock:
+        sock.sendall(raw)
+        answer = sock.makefile("rb").read()  # the server closes after answering
+    # The error page, also where a request line it could not read gets an HTTP/0.9 answer (no status line)
+    assert f"Error code: {code}".encode() in answer, answer[:200]
+    assert refused(service, "http", reason) == 1
+    assert sum(refused(service, "http", r) for r in ("undecodable", "too_large", "request_timeout")) == 1
+    assert post(http + "/v1/traces", request_of(spans).SerializeToString(), PROTO)[0] == 200  # still serving
+
+
 # ---- slow and greedy HTTP clients ------------------------------------------------------------------
 
 def test_http_413_reaches_a_client_that_writes_the_whole_body_first(service):

@@ -3,7 +3,8 @@ body, see http_framing) and ``/healthz``, ``/readyz``.
 
 Stdlib only (ThreadingHTTPServer): one thread per connection, HTTP/1.1 keep-alive. Answers follow the
 OTLP spec and the Collector's receiver: 415 for other media types, 405 for other methods, 413 over the
-size limit, 400 undecodable, 401 without a valid token, 429 + Retry-After when the buffer is full.
+size limit, 400 undecodable, 401 without a valid token, 429 + Retry-After when the buffer is full. What
+http.server itself refuses (not HTTP/1.x, over its line limits) is counted among the refusals too.
 
 Slow and greedy clients are bounded: at most ``max_connections`` connections are served at once (more get
 503 + Retry-After and are counted), a connection may idle ``idle_timeout`` seconds between requests, and a
@@ -353,6 +354,14 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(body)
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            # Only the standard library calls this: for a request it could not read as HTTP (a bad request
+            # line or version, an unknown method, a line or headers over its limits), before any handler
+            # of ours runs. Counted like the refusals we answer ourselves.
+            self._answered = True
+            receiver.intake.refuse("http", "too_large" if code in (414, 431) else "undecodable")
+            super().send_error(code, message, explain)
 
         def log_message(self, format: str, *args) -> None:
             log.debug("http: " + format, *args)
