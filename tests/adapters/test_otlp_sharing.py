@@ -9,6 +9,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from luckrate.adapters.otlp import records_from_request
+from luckrate.adapters.otlp import compaction
 from luckrate.adapters.otlp import spans as spans_module
 
 
@@ -32,14 +33,14 @@ CASES = [
 
 @pytest.mark.parametrize(("what", "attrs_of"), CASES, ids=[c[0] for c in CASES])
 def test_shared_table_stays_bounded(monkeypatch, what, attrs_of):
-    monkeypatch.setattr(spans_module, "_shared", {})
-    monkeypatch.setattr(spans_module, "_key_rules", {})
-    records, _ = records_from_request(_request(3 * spans_module.SHARED_MAX // 4, attrs_of))
-    records += records_from_request(_request(3 * spans_module.SHARED_MAX // 4, lambda i: attrs_of(i + 10**6)))[0]
-    assert len(spans_module._shared) <= spans_module.SHARED_MAX
-    assert len(spans_module._key_rules) <= spans_module.SHARED_MAX
-    shared_strings = [v for entry in spans_module._shared for v in (entry if isinstance(entry, tuple) else (entry,))]
-    assert all(len(v) <= spans_module.SHARED_LENGTH for v in shared_strings)
+    monkeypatch.setattr(compaction, "_shared", {})
+    monkeypatch.setattr(compaction, "_key_rules", {})
+    records, _ = records_from_request(_request(3 * compaction.SHARED_MAX // 4, attrs_of))
+    records += records_from_request(_request(3 * compaction.SHARED_MAX // 4, lambda i: attrs_of(i + 10**6)))[0]
+    assert len(compaction._shared) <= compaction.SHARED_MAX
+    assert len(compaction._key_rules) <= compaction.SHARED_MAX
+    shared_strings = [v for entry in compaction._shared for v in (entry if isinstance(entry, tuple) else (entry,))]
+    assert all(len(v) <= compaction.SHARED_LENGTH for v in shared_strings)
     assert records[5].attributes == tuple(attrs_of(5))  # sharing or not, the record says what was sent
 
 

@@ -10,7 +10,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp import records_from_request, request_from_json, request_from_protobuf
-from luckrate.adapters.otlp import spans as spans_mod
+from luckrate.adapters.otlp import compaction
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 SPAN = "00f067aa0ba902b7"
@@ -102,7 +102,7 @@ def test_unusable_spans_are_counted_not_raised(over, reason):
     records, rejected = records_from_request(req)
     assert [r.span_hex for r in records] == ["1111111111111111"]
     assert [(x.reason, x.count) for x in rejected] == [(reason, 2)]
-    assert reason in spans_mod.REJECT_REASONS
+    assert reason in compaction.REJECT_REASONS
 
 
 @pytest.mark.parametrize(
@@ -127,21 +127,21 @@ def test_undecodable_protobuf_raises_invalid_input():
 
 
 def test_strings_lists_and_counts_are_bounded():
-    huge = "x" * (spans_mod.MAX_STRING * 3)
+    huge = "x" * (compaction.MAX_STRING * 3)
     attrs = [{"key": f"gen_ai.prompt.{i}.content", "value": {"stringValue": huge}} for i in range(12)]
-    attrs += [{"key": f"gen_ai.completion.{i}.index", "value": {"intValue": i}} for i in range(spans_mod.MAX_ATTRIBUTES + 50)]
+    attrs += [{"key": f"gen_ai.completion.{i}.index", "value": {"intValue": i}} for i in range(compaction.MAX_ATTRIBUTES + 50)]
     attrs.append({"key": "gen_ai.prompt.list", "value": {"arrayValue": {"values": [{"intValue": 1}] * 1000}}})
     attrs.append({"key": "luckrate.output_ok", "value": {"boolValue": True}})
     events = [{"name": "exception", "attributes": [{"key": f"k{i}", "value": {"intValue": i}} for i in range(100)]}]
     req = request_from_json(otlp_json(span(attributes=attrs, events=events * 200)))
     (r,) = records_from_request(req)[0]
     strings = [v for _, v in r.attributes if isinstance(v, str)]
-    assert max(map(len, strings)) == spans_mod.MAX_STRING
-    assert sum(map(len, strings)) <= spans_mod.MAX_SPAN_TEXT
-    assert len(r.attributes) == spans_mod.MAX_ATTRIBUTES + 1  # the output attribute is kept past the bound
+    assert max(map(len, strings)) == compaction.MAX_STRING
+    assert sum(map(len, strings)) <= compaction.MAX_SPAN_TEXT
+    assert len(r.attributes) == compaction.MAX_ATTRIBUTES + 1  # the output attribute is kept past the bound
     assert r.get("luckrate.output_ok") is True
-    assert len(r.events) == spans_mod.MAX_EVENTS
-    assert len(r.events[0].attributes) == spans_mod.MAX_EVENT_ATTRIBUTES
+    assert len(r.events) == compaction.MAX_EVENTS
+    assert len(r.events[0].attributes) == compaction.MAX_EVENT_ATTRIBUTES
 
 
 def test_deep_nesting_is_cut():
@@ -153,7 +153,7 @@ def test_deep_nesting_is_cut():
     depth = 0
     while isinstance(v, list):
         v, depth = v[0], depth + 1
-    assert v is None and depth == spans_mod.MAX_DEPTH
+    assert v is None and depth == compaction.MAX_DEPTH
 
 
 def test_empty_request_is_fine():
@@ -174,11 +174,11 @@ def test_every_key_the_convention_readers_ask_for_is_kept():
     # on every live span (and pass its unit tests, which build records by hand). Read the readers' source.
     import pathlib
 
-    otlp = pathlib.Path(spans_mod.__file__).parent
+    otlp = pathlib.Path(compaction.__file__).parent
     asked = {k for path in otlp.glob("*.py") for k in re.findall(r'rec\.get\("([^"]+)"', path.read_text())}
     asked |= {"gen_ai.input.messages", "gen_ai.output.messages"}  # messages.py passes these as variables
     assert len(asked) > 20
-    assert sorted(k for k in asked if spans_mod._key_rule(k)[0] is None) == []
+    assert sorted(k for k in asked if compaction._key_rule(k)[0] is None) == []
 
 
 def test_the_hot_path_constructor_builds_the_same_frozen_record():
@@ -186,12 +186,12 @@ def test_the_hot_path_constructor_builds_the_same_frozen_record():
     slower); the result must be the record SpanRecord(...) makes, and as frozen."""
     import dataclasses
 
-    from luckrate.adapters.otlp.spans import SpanRecord, _new_record
+    from luckrate.adapters.otlp.spans import SpanRecord, new_record
 
     values = dict(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, parent_id=b"\x03" * 8, name="execute_tool t", kind=1,
                   start_ns=5, end_ns=9, status_code=2, status_message="boom", layout={"k": 0}, values=("v",),
                   events=())
-    fast = _new_record(*values.values())
+    fast = new_record(*values.values())
     assert fast == SpanRecord(**values)
     assert {f.name: getattr(fast, f.name) for f in dataclasses.fields(SpanRecord)} == values
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -19,7 +19,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from luckrate.service.config import InvalidConfig, ServiceConfig, build_config, worker_count
-from luckrate.adapters.otlp.spans import route
+from luckrate.adapters.otlp.compaction import route
 from tests.reliability.harness import fresh_request, identity, raw_span, request_with, settled, span_count
 from tests.service.harness import MetricsSink, Server, core_verdicts, post, record_runs, total, wait_until
 from tests.service.test_e2e import KINDS, by_trace, runs
@@ -273,7 +273,7 @@ def test_spans_are_judged_for_workers_as_for_one_process_and_shared_out():
     assert picks == [[p for p, s in enumerate(spans) if p not in unusable and route(s.trace_id, 3) == i]
                      for i in range(3)]
     # What each worker compacts from its positions is its share of the records, in request order.
-    from luckrate.adapters.otlp.spans import records_at
+    from luckrate.adapters.otlp.compaction import records_at
 
     for i in range(3):
         assert [r.span_id for r in records_at(req, picks[i])] == [

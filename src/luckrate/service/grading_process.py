@@ -1,7 +1,7 @@
 """A grading process of ``luckrate serve --workers N``: its main loop, and the reports it sends back.
 
 It runs the same Assembler and Worker a single process runs, on one thread, over the traces it owns
-(``spans.route``), grading as traces complete. What it counts goes back to the receiving process in
+(``compaction.route``), grading as traces complete. What it counts goes back to the receiving process in
 ``Report``s, cut only between batches: every span a report settles is counted in that same report, which
 is what keeps the accounting identities exact across processes (see ``workers``).
 """
@@ -16,7 +16,7 @@ from array import array
 from typing import Any
 
 from luckrate.adapters.otlp import OutputRule, request_from_protobuf, trajectory_from_spans
-from luckrate.adapters.otlp.spans import records_at
+from luckrate.adapters.otlp.compaction import records_at
 from luckrate.core.spec import load_specs
 from luckrate.service.assembler import Assembler, Limits
 from luckrate.service.config import ServiceConfig

@@ -14,7 +14,7 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from luckrate.adapters.otlp import SpanRecord
-from luckrate.adapters.otlp.spans import Rejected, records_at, route_spans
+from luckrate.adapters.otlp.compaction import Rejected, records_at, route_spans
 from luckrate.service.assembler import SpanBudget
 
 MAX_MESSAGE = 1024
@@ -34,7 +34,7 @@ class Outcome:
 
 def judge_spans(request: ExportTraceServiceRequest, owners: int = 1) -> tuple[int, list[Rejected], list[list[int]]]:
     """The usable spans' count, the others by reason, and the usable spans' positions per owner
-    (``spans.route_spans``)."""
+    (``compaction.route_spans``)."""
     picks, rejected = route_spans(request, owners)
     return sum(map(len, picks)), rejected, picks
 

@@ -17,7 +17,7 @@ from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.sdk.metrics.view import View
 from opentelemetry.sdk.resources import Resource
 
-from luckrate.adapters.otlp.spans import REJECT_REASONS
+from luckrate.adapters.otlp.compaction import REJECT_REASONS
 from luckrate.core.grade import RunGrade
 from luckrate.core.spec import FALLBACK, Spec
 from luckrate.service.exemplars import latest_reservoir_factory, trace_context

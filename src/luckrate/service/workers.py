@@ -162,7 +162,7 @@ class WorkerPool:
 
     def submit(self, prepared: tuple[list[list[int]], bytes]) -> None:
         """Never blocks: each worker's sender thread takes it from there. A worker gets the positions of its
-        spans with the request, so it compacts them without stepping over the others' (spans.records_at)."""
+        spans with the request, so it compacts them without stepping over the others' (compaction.records_at)."""
         picks, body = prepared
         stamp = time.monotonic()
         for slot, mine in zip(self._slots, picks):

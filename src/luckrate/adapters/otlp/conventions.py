@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from luckrate.adapters.otlp import (
-    genai, google_adk, llamaindex, openinference, pydantic_ai, smolagents, spans, strands, traceloop, unmarked,
-    vercel_ai,
+    compaction, genai, google_adk, llamaindex, openinference, pydantic_ai, smolagents, spans, strands, traceloop,
+    unmarked, vercel_ai,
 )
 from luckrate.adapters.otlp import messages as standard
 from luckrate.adapters.otlp.messages import Message
@@ -32,7 +32,7 @@ class Convention:
     messages: Callable[[SpanRecord, Direction], list[Message] | None] | None = None
     """Messages kept where the standard readers (messages.py) do not look; None: none of its own."""
     keys: frozenset[str] = frozenset()
-    """Attribute keys it reads beyond those spans.py keeps for the first three conventions."""
+    """Attribute keys it reads beyond those compaction.py keeps for the first three conventions."""
     markers: tuple[str, ...] = ()
     """Attribute keys one of which every span it reads carries: spans with none are not offered to it
     (so each span costs a few dict probes, not a call per convention). Empty: offered every span."""
@@ -62,7 +62,7 @@ ANSWER_TOOLS = frozenset(c.answer_tool for c in CONVENTIONS if c.answer_tool)
 _CLASSIFIERS = tuple((c.markers, c.classify) for c in CONVENTIONS)
 _READERS = tuple((c.markers, c.messages) for c in CONVENTIONS if c.messages is not None)
 for _c in CONVENTIONS:
-    spans.keep(_c.keys)
+    compaction.keep(_c.keys)
 
 
 def classify(rec: SpanRecord) -> Role | None:

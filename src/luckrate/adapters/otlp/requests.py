@@ -1,5 +1,5 @@
 """Decode OTLP trace export requests: protobuf (upb) and OTLP/JSON, with a clear error for a body that is
-neither. What the spans in a request mean is spans.py's business; this is only the wire."""
+neither. What the spans in a request mean is compaction.py's business; this is only the wire."""
 
 from __future__ import annotations
 
