@@ -18,8 +18,8 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from luckrate.service.config import InvalidConfig, ServiceConfig, build_config, worker_count
 from luckrate.adapters.otlp.compaction import route
+from luckrate.service.config import InvalidConfig, ServiceConfig, build_config, worker_count
 from tests.reliability.harness import fresh_request, identity, raw_span, request_with, settled, span_count
 from tests.service.harness import MetricsSink, Server, core_verdicts, post, record_runs, total, wait_until
 from tests.service.test_e2e import KINDS, by_trace, runs

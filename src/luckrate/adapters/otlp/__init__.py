@@ -4,17 +4,17 @@ Reads the three conventions in use — OTel GenAI semantic conventions (both gen
 and OpenLLMetry/Traceloop — from decoded OTLP spans. Imports no framework: only the OTLP protobufs.
 
 Modules: requests (decode protobuf and OTLP/JSON), compaction (requests → bounded records), spans (the
-records), payloads (argument/result
-shapes), messages (model messages in every form), roles (what a span means) and conventions (the registry
-of convention readers: genai, openinference, traceloop...), tree (parents, walk-ups), join (tool spans ↔
-requested calls), output (output_ok), assemble (one trace → one trajectory), readers (requests and files).
+records), payloads (argument/result shapes), messages (model messages in every form), roles (what a span
+means) and conventions (the registry of convention readers: genai, openinference, traceloop...), tree
+(parents, walk-ups), join (tool spans ↔ requested calls), output (output_ok), assemble (one trace → one
+trajectory), readers (requests and files).
 """
 
 from luckrate.adapters.otlp.assemble import trajectory_from_spans
+from luckrate.adapters.otlp.compaction import REJECT_REASONS, Rejected, records_from_request
 from luckrate.adapters.otlp.output import OutputRule
 from luckrate.adapters.otlp.readers import read_otlp, read_otlp_json, trajectories_from_request
 from luckrate.adapters.otlp.requests import request_from_json, request_from_protobuf
-from luckrate.adapters.otlp.compaction import REJECT_REASONS, Rejected, records_from_request
 from luckrate.adapters.otlp.spans import SpanEvent, SpanRecord
 
 __all__ = [

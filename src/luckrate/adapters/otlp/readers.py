@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp.assemble import trajectory_from_spans
+from luckrate.adapters.otlp.compaction import records_from_request
 from luckrate.adapters.otlp.output import OutputRule
 from luckrate.adapters.otlp.requests import request_from_json, request_from_protobuf
-from luckrate.adapters.otlp.compaction import ExportTraceServiceRequest, records_from_request
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.core.step import Trajectory
 
