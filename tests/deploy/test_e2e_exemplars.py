@@ -18,7 +18,6 @@ import sys
 import time
 import urllib.parse
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -26,13 +25,13 @@ from luckrate import demo
 # pytestmark: the same skip conditions (no prometheus binary) as the harness this borrows from.
 from tests.deploy.test_e2e_prometheus import (  # noqa: F401
     SPEC,
-    _free_port,
     _get,
     _read_line,
     _stop,
     _tainted,
     _wait_for,
     pytestmark,
+    run_prometheus,
 )
 
 yaml = pytest.importorskip("yaml")
@@ -58,23 +57,8 @@ def luckrate(tmp_path_factory) -> Iterator[dict]:
 
 @pytest.fixture(scope="module")
 def prometheus(luckrate, tmp_path_factory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("prometheus")
-    config = {"global": {"scrape_interval": "1s"},
-              "scrape_configs": [{"job_name": "luckrate",
-                                  "static_configs": [{"targets": [f"127.0.0.1:{luckrate['prometheus']}"]}]}]}
-    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
-    port = _free_port()
-    proc = subprocess.Popen(
-        ["prometheus", "--enable-feature=exemplar-storage", f"--config.file={tmp / 'prometheus.yml'}",
-         f"--storage.tsdb.path={tmp / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=(tmp / "prometheus.log").open("w"))
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_for("Prometheus to become ready", lambda: _get(f"{url}/-/ready") is not None or proc.poll() is not None)
-        assert proc.poll() is None, (tmp / "prometheus.log").read_text()
-        yield url
-    finally:
-        _stop(proc)
+    yield from run_prometheus(tmp_path_factory.mktemp("prometheus"), luckrate["prometheus"],
+                              {"global": {"scrape_interval": "1s"}}, "--enable-feature=exemplar-storage")
 
 
 @pytest.fixture(scope="module")

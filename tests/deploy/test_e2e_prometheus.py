@@ -111,17 +111,18 @@ def _read_line(proc: subprocess.Popen, prefix: str) -> str:
 @pytest.fixture(scope="module")
 def prometheus(luckrate, tmp_path_factory) -> Iterator[str]:
     """A real Prometheus scraping luckrate every second and evaluating the repository's rules."""
-    tmp = tmp_path_factory.mktemp("prometheus")
-    config = {
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(RULES)],
-        "scrape_configs": [{"job_name": "luckrate",
-                            "static_configs": [{"targets": [f"127.0.0.1:{luckrate['prometheus']}"]}]}],
-    }
-    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
+    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": [str(RULES)]}
+    yield from run_prometheus(tmp_path_factory.mktemp("prometheus"), luckrate["prometheus"], config)
+
+
+def run_prometheus(tmp: Path, target_port: int, config: dict, *flags: str) -> Iterator[str]:
+    """Prometheus (``config`` plus a job scraping luckrate at ``target_port``) on a free loopback port, with
+    its data in ``tmp``: yields its URL once ready, stops it after."""
+    job = {"job_name": "luckrate", "static_configs": [{"targets": [f"127.0.0.1:{target_port}"]}]}
+    (tmp / "prometheus.yml").write_text(yaml.safe_dump({**config, "scrape_configs": [job]}))
     port = _free_port()
     proc = subprocess.Popen(
-        ["prometheus", f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={tmp / 'data'}",
+        ["prometheus", *flags, f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={tmp / 'data'}",
          f"--web.listen-address=127.0.0.1:{port}"],
         stdout=subprocess.DEVNULL, stderr=(tmp / "prometheus.log").open("w"))
     url = f"http://127.0.0.1:{port}"

@@ -13,21 +13,14 @@ from luckrate.core.grade import grade
 from luckrate.service.assembler import CompletedTrace
 from luckrate.service.config import Endpoint
 from luckrate.service.exemplars import LatestExemplar, trace_context
-from luckrate.service.prometheus import MetricsServer, PrometheusReader, wants_openmetrics
-from luckrate.service.telemetry import INSTRUMENTS, Labels, Telemetry
-from tests.service.test_telemetry import BY_NAME, SPECS, samples, trajectory
+from luckrate.service.prometheus import MetricsServer, wants_openmetrics
+from luckrate.service.tally import Tally, apply
+from luckrate.service.telemetry import INSTRUMENTS, Telemetry
+from tests.service.test_telemetry import BY_NAME, SPECS, samples, tele, trajectory  # noqa: F401 (tele: fixture)
 
 SPEC = SPECS["*"]
 TRACE_A, TRACE_B = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736"), bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
 SPAN = bytes.fromhex("00f067aa0ba902b7")
-
-
-@pytest.fixture
-def tele():
-    reader = PrometheusReader()
-    t = Telemetry([reader], Labels(SPECS, max_agents=2))
-    yield t, reader
-    t.shutdown()
 
 
 def exemplars(text: str) -> dict[tuple[str, tuple], str]:
@@ -40,7 +33,7 @@ def exemplars(text: str) -> dict[tuple[str, tuple], str]:
     return out
 
 
-def run(t: Telemetry, scenario: str, trace: bytes, output_ok: bool | None = True) -> None:
+def run(t: Telemetry | Tally, scenario: str, trace: bytes, output_ok: bool | None = True) -> None:
     t.run(grade(trajectory(BY_NAME[scenario], output_ok=output_ok), SPEC), SPEC, SPEC.name, trace=(trace, SPAN))
 
 
@@ -53,6 +46,20 @@ def test_bad_path_runs_violations_and_taint_carry_the_trace(tele):
     assert {name for name, _ in got} == {"luckrate_runs_total", "luckrate_violations_total", "luckrate_taint_total"}
     runs = {dict(labels)["path"] for name, labels in got if name == "luckrate_runs_total"}
     assert runs == {"bad"}
+
+
+def test_a_tally_carries_the_same_exemplars_to_telemetry(tele):
+    """The grader thread and grading processes count in a Tally; ``apply`` hands its exemplars on with the
+    summed increment, so /metrics names the same traces as when Telemetry records each run itself."""
+    t, reader = tele
+    tally = Tally()
+    run(tally, "injected", TRACE_A)
+    run(tally, "clean", TRACE_B)
+    run(tally, "injected", TRACE_B)
+    apply(tally.cut([]), t)
+    got = exemplars(reader.render(openmetrics=True))
+    assert set(got.values()) == {TRACE_B.hex()}  # the latest increment's trace
+    assert {name for name, _ in got} == {"luckrate_runs_total", "luckrate_violations_total", "luckrate_taint_total"}
 
 
 def test_the_latest_increment_wins_and_stays_across_scrapes(tele):

@@ -31,14 +31,6 @@ def trace_context(trace_id: bytes, span_id: bytes) -> Context:
     return trace.set_span_in_context(NonRecordingSpan(ctx))
 
 
-def span_ids(context: Context | None) -> tuple[bytes, bytes] | None:
-    """The (trace id, span id) a ``trace_context`` carries, to send an exemplar to another process."""
-    if context is None:
-        return None
-    ctx = trace.get_current_span(context).get_span_context()
-    return (ctx.trace_id.to_bytes(16, "big"), ctx.span_id.to_bytes(8, "big")) if ctx.is_valid else None
-
-
 class LatestExemplar(ExemplarReservoir):
     """One exemplar per series: the latest measurement offered with a valid span, kept across collections."""
 

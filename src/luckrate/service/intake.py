@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -32,11 +32,19 @@ class Outcome:
     message: str = ""
 
 
-def judge_spans(request: ExportTraceServiceRequest, owners: int = 1) -> tuple[int, list[Rejected], list[list[int]]]:
-    """The usable spans' count, the others by reason, and the usable spans' positions per owner
-    (``compaction.route_spans``)."""
+class Judged(NamedTuple):
+    """What one pass over a request's span ids found."""
+
+    usable: int
+    rejected: list[Rejected]
+    """The other spans, by reason."""
+    picks: list[list[int]]
+    """The usable spans' positions, per owner (``compaction.route_spans``)."""
+
+
+def judge_spans(request: ExportTraceServiceRequest, owners: int = 1) -> Judged:
     picks, rejected = route_spans(request, owners)
-    return sum(map(len, picks)), rejected, picks
+    return Judged(sum(map(len, picks)), rejected, picks)
 
 
 class Intake:
@@ -70,7 +78,7 @@ class Intake:
         # Reserve buffer space before compacting: a saturated server otherwise spent most of its CPU
         # compacting retried requests only to throw the records away (the README's Benchmarks section).
         judged = judge_spans(request, self._owners)
-        usable, rejected = judged[0], judged[1]
+        usable, rejected = judged.usable, judged.rejected
         bad = sum(r.count for r in rejected)
         self._count("luckrate.spans.received", usable + bad, transport=transport)
         for r in rejected:
@@ -94,9 +102,9 @@ class Intake:
         self._budget.release(usable)
         return self._throttle(transport, usable, bad)
 
-    def _records(self, request: ExportTraceServiceRequest, judged: tuple, raw: bytes | None) -> list[SpanRecord]:
+    def _records(self, request: ExportTraceServiceRequest, judged: Judged, raw: bytes | None) -> list[SpanRecord]:
         # The positions judged usable: each span's ids are checked once, not again while compacting.
-        return records_at(request, judged[2][0], keep_attribute=self._keep, packed=True)
+        return records_at(request, judged.picks[0], keep_attribute=self._keep, packed=True)
 
     def _throttle(self, transport: str, spans: int, bad: int) -> Outcome:
         self._count("luckrate.spans.rejected", spans, reason="buffer_full")

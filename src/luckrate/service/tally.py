@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from luckrate.service.exemplars import span_ids, trace_context
+from luckrate.service.exemplars import trace_context
 from luckrate.service.telemetry import BY_NAME, Labels, Telemetry
 
 REPORT_EVERY = 0.05
@@ -68,10 +68,15 @@ class Tally:
         else:
             key = (name, tuple(attributes.items()))
             self.counts[key] = self.counts.get(key, 0) + value
-            if context is not None and (ids := span_ids(context)) is not None:
-                self.exemplars[key] = ids  # the receiving process offers it with the summed increment
+            if context is not None:
+                self.exemplars[key] = context  # the receiving process offers it with the summed increment
 
-    run = Telemetry.run  # the same instruments and labels, recorded through add and labels above
+    run = Telemetry.run  # the same instruments and labels, recorded through add, labels and exemplar here
+
+    @staticmethod
+    def exemplar(trace: tuple[bytes, bytes]) -> tuple[bytes, bytes]:
+        """The ids as they are: ``apply`` builds the SDK context once per report, not once per run."""
+        return trace
 
     def release(self, n: int) -> None:
         self.settled += n

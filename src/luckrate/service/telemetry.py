@@ -189,7 +189,7 @@ class Telemetry:
         """Count one graded run, its violations and taint findings. ``trace`` is the graded trace's
         (trace id, root span id): the exemplar of bad-path runs, violations and taint findings."""
         agent = self.labels.agent(grade.agent)
-        ctx = trace_context(*trace) if trace and not grade.path_ok else None
+        ctx = self.exemplar(trace) if trace and not grade.path_ok else None
         self.add("luckrate.runs", agent=agent, spec=spec_label, output=grade.output,
                  path="ok" if grade.path_ok else "bad", context=ctx)
         for v in grade.violations:
@@ -199,6 +199,11 @@ class Telemetry:
             if v.check == "taint":
                 self.add("luckrate.taint", agent=agent, privileged_tool=tool,
                          source_tool=self.labels.tool(v.source, spec), context=ctx)
+
+    @staticmethod
+    def exemplar(trace: tuple[bytes, bytes]) -> Context:
+        """What ``run`` records a bad-path run's (trace id, root span id) with: the SDK context carrying it."""
+        return trace_context(*trace)
 
     def flush(self, timeout_s: float = 10.0) -> bool:
         return self.provider.force_flush(int(timeout_s * 1000))

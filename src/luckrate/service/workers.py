@@ -32,6 +32,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from luckrate.service.assembler import SpanBudget
 from luckrate.service.config import ServiceConfig
 from luckrate.service.grading_process import send_batch, send_stop, worker_main
+from luckrate.service.intake import Judged
 from luckrate.service.tally import Report, apply
 from luckrate.service.telemetry import Telemetry
 from luckrate.service.worker import VerdictLog
@@ -155,10 +156,10 @@ class WorkerPool:
         return [s.process.pid for s in self._slots if s.process is not None]
 
     @staticmethod
-    def prepare(request: ExportTraceServiceRequest, judged: tuple, raw: bytes | None) -> tuple[list[list[int]], bytes]:
-        """The request's encoding, once for every worker (after the budget took its spans): as received over
-        gRPC, serialized again otherwise."""
-        return judged[2], raw if raw is not None else request.SerializeToString()
+    def prepare(request: ExportTraceServiceRequest, judged: Judged, raw: bytes | None) -> tuple[list[list[int]], bytes]:
+        """The request's encoding, once for every worker (after the budget took its spans): as received,
+        serialized again only when the receiver had no encoding to hand on."""
+        return judged.picks, raw if raw is not None else request.SerializeToString()
 
     def submit(self, prepared: tuple[list[list[int]], bytes]) -> None:
         """Never blocks: each worker's sender thread takes it from there. A worker gets the positions of its
