@@ -9,6 +9,7 @@ from luckrate.core.gate import GateResult
 from luckrate.core.grade import RunGrade
 from luckrate.core.metric import LuckRate
 
+
 def as_json(grades: Sequence[RunGrade], luck: LuckRate, result: GateResult,
             explained: Sequence[list[dict]] | None = None) -> str:
     """The JSON report; with ``explained`` (``--explain``) each run also carries its ``provenance`` list."""

@@ -198,7 +198,6 @@ def build(cfg: ServiceConfig, specs) -> Service:
     return Service(cfg, telemetry, budget, grading, intake, receivers, metrics, events)
 
 
-
 def _otlp_reader(cfg: ServiceConfig):
     """OTLP push uses the SDK's own exporter (retries, encoding), imported only when asked for."""
     try:

@@ -24,6 +24,7 @@ from luckrate.service.tally import REPORT_EVERY, Report, Tally
 from luckrate.service.verdict_events import verdict_events
 from luckrate.service.worker import VerdictLog, Worker
 
+
 class _HeldLines(VerdictLog):
     """A worker's verdict log: lines wait for the next report (one process writes the file)."""
 

@@ -213,6 +213,9 @@ def _shared_text(text: str) -> str:
 _SCALARS = frozenset({"bool_value", "int_value", "double_value"})
 _DROP = (None, False)
 _key_rules: dict[str, tuple[str | None, bool]] = {}
+"""Attribute key as sent -> (its shared copy, or None when the adapter does not read it; whether its
+values are vocabulary). One probe instead of the prefix, key-set and sharing tests per attribute.
+Bounded like the shared table: once full, further keys are decided each time, not remembered."""
 
 
 def keep(keys: Iterable[str] = (), prefixes: Iterable[str] = (), vocabulary: Iterable[str] = ()) -> None:
@@ -223,9 +226,6 @@ def keep(keys: Iterable[str] = (), prefixes: Iterable[str] = (), vocabulary: Ite
     _KEEP_PREFIXES = tuple(dict.fromkeys(_KEEP_PREFIXES + tuple(prefixes)))
     _VOCABULARY_KEYS = _VOCABULARY_KEYS | frozenset(vocabulary)
     _key_rules.clear()  # decisions made before may have dropped a key now kept
-"""Attribute key as sent -> (its shared copy, or None when the adapter does not read it; whether its
-values are vocabulary). One probe instead of the prefix, key-set and sharing tests per attribute.
-Bounded like the shared table: once full, further keys are decided each time, not remembered."""
 
 
 def _key_rule(key: str) -> tuple[str | None, bool]:

@@ -45,6 +45,7 @@ from luckrate.core.provenance import USER, Argument, Origin, Provenance, source_
 from luckrate.core.spec import Spec
 from luckrate.core.violation import Violation
 
+
 def is_ungrounded(arg: Argument) -> bool:
     """In no source in any form; identifiers found inside free text are traced for taint only."""
     return not arg.sources and not arg.embedded
