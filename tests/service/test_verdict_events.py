@@ -115,9 +115,11 @@ def test_a_hung_endpoint_costs_counted_records_not_waits(hung_endpoint):
 
 
 def test_lifecycle_shutdown_without_publish():
-    events = VerdictEvents(InMemoryLogRecordExporter(), Counts())
+    exporter, counts = InMemoryLogRecordExporter(), Counts()
+    events = VerdictEvents(exporter, counts)
     events.shutdown(5)
-    events.shutdown(5)
+    events.shutdown(5)  # twice is safe
+    assert exporter.get_finished_logs() == () and not counts.dropped  # nothing sent, nothing counted lost
 
 
 def test_missing_exporter_package_stops_the_service_at_start(tmp_path):
