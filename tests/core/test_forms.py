@@ -23,6 +23,10 @@ GROUNDED = [
     ("start_time: 2024-05-15 10:00:00", "2024-05-15T10:00"),
     ("Sept. 3, 2025", "2025-09-03"),
     ("on 2024-05-15 at 10:00", "2024-05-15T10:00"),
+    ("remind me on January 2nd 2025", "2025-01-02T00:00:00"),  # a day given alone: its start...
+    ("remind me on January 2nd", "2025-01-02T23:59"),  # ...or its end
+    ("starts 2024-05-15 10:00", "2024-05-15T10:00:00Z"),  # a zone as written
+    ("starts May 15 at 10am", "2024-05-15T10:00+02:00"),
     # times
     ("lunch at 1pm", "13:00"),
     ("lunch at 1:30 PM", "13:30"),
@@ -56,6 +60,8 @@ UNGROUNDED = [
     ("see www.example.com/a", "www.example.com/b"),
     ("IBAN DE89 3704 0044 0532 0130 00", "DE89370400440532013001"),
     ("dinner at 2024-05-15", "2024-15-05"),  # not a date at all
+    ("remind me on January 2nd 2025", "2025-01-02T09:00"),  # a time nobody gave
+    ("remind me on January 2nd 2025", "2025-01-03T00:00"),  # the next day's start
 ]
 
 

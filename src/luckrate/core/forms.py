@@ -19,8 +19,10 @@ Canonical keys (all case-folded):
   ``2024/05/15``, ``5/15/2024`` (and ``15/5/2024``: both readings where both are dates), ``May 15``,
   ``May 15th, 2024``, ``15 May 2024``, ``15th of May``, and the date part of a date-time.
 - Time: ``HH:MM`` on a 24-hour clock: ``10:00:00``, ``10am``, ``10:00 AM`` -> ``10:00``.
-- Date-time: ``2024-05-15t10:00``; a date-time value is also found when its date and its time are
-  each found (a source that says "May 15 at 10:00").
+- Date-time: ``2024-05-15t10:00``, a zone after the clock read and set aside (``z``, ``+02:00``: the
+  clock as written is what a source shows); a date-time value is also found when its date and its time
+  are each found (a source that says "May 15 at 10:00"), and at ``00:00`` or ``23:59`` by its date
+  alone (the user gave a day; the tool wanted a date-time).
 
 Out of reach, by design (see core/provenance.py for why a near-miss stays ``ungrounded``):
 - relative dates ("tomorrow", "next Tuesday"): they need the run's own "today", which a trace rarely
@@ -48,7 +50,9 @@ _TIME = r"(\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?:\s*([ap])\.?m\.?\b)?"
 
 # Dates with the year first (ISO, slashes, dots), optionally followed by a time: the date part of a
 # date-time is a date of its own.
-_YMD = re.compile(r"(?<![\d.])(\d{4})([-/.])(\d{1,2})\2(\d{1,2})(?:[t ]" + _TIME + r")?(?![\d])")
+# A time may carry its zone (``z``, ``+02:00``): the clock as written is what a source shows.
+_YMD = re.compile(r"(?<![\d.])(\d{4})([-/.])(\d{1,2})\2(\d{1,2})(?:[t ]" + _TIME + r"(?:\s?(?:z|utc|[+-]\d\d:?\d\d)\b)?)?"
+                  r"(?![\d])")
 _MDY = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d/])")
 _MONTH_DAY = re.compile(r"\b" + _MONTH + r"\s+(\d{1,2})" + _ORD + r"\b(?:,?\s+(\d{4})\b)?")
 _DAY_MONTH = re.compile(r"(?<![\d])(\d{1,2})" + _ORD + r"\s+(?:of\s+)?" + _MONTH + r"(?![a-z])(?:,?\s+(\d{4})\b)?")
@@ -187,6 +191,10 @@ def text_keys(text: str, toks: set[str]) -> set[str]:
     return keys
 
 
+_DAY_BOUNDS = ("00:00", "23:59")
+"""The times a date alone stands for: its start and its end."""
+
+
 @functools.lru_cache(maxsize=4096)  # ids recur across a run's steps; a pure function of a bounded string
 def whole(value: str) -> tuple[tuple[str, ...], ...]:
     """The keys a value (case-folded, stripped) may be found under, each tuple all needed together.
@@ -206,6 +214,8 @@ def whole(value: str) -> tuple[tuple[str, ...], ...]:
         if stamp:
             clock = stamp.rsplit("t", 1)[1]
             alts += [(stamp,), (date, clock)] + ([(yearless, clock)] if yearless else [])
+            if clock in _DAY_BOUNDS:  # a date given alone, sent where a date-time is asked for
+                alts += [(date,)] + ([(yearless,)] if yearless else [])
         else:
             alts += [(date,)] + ([(yearless,)] if yearless else [])
     clocks = times(value)
