@@ -48,6 +48,10 @@ GROUNDED = [
     ("write to Bob@Example.com.", "bob@example.com"),
     ("order (ORD-12345),", "ord-12345"),
     ("mailto:bob@x.test", "bob@x.test"),
+    # a sentence glued to the next (a space left out), and a capital after a dot that is no sentence end
+    ("post it on www.our-site.com.They asked for it", "www.our-site.com"),
+    ("post it on www.our-site.com.They asked for it", "https://our-site.com/"),
+    ("see www.Example.com/a", "www.example.com/a"),
 ]
 
 UNGROUNDED = [

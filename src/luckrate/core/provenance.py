@@ -17,7 +17,8 @@ spaced IBAN) and the strong identifiers inside free text (``forms.is_strong``) a
 
 Matching: source text is cut into tokens at whitespace, quotes, brackets, commas, semicolons, backslashes
 and ``<>|``; each token is also indexed without leading/trailing sentence punctuation and in parts split
-at ``: / = ? & #`` (``mailto:bob@x.test`` also yields ``bob@x.test``), all case-folded. Tokens made of
+at ``: / = ? & #`` (``mailto:bob@x.test`` also yields ``bob@x.test``), all case-folded; a sentence glued
+to the next (``www.x.com.Then``) is also cut at the period. Tokens made of
 letters only are not indexed (no identifier can equal one). A value not found verbatim is looked up in
 its normalised forms (core/forms.py: URLs, dates, times, numbers, grouped digits). Where in a result a
 value sits (core/fields.py) is worked out only for sources a privileged value is traced to.
@@ -84,6 +85,34 @@ def tokens(text: str) -> set[str]:
     Tokens of letters only are left out: three in five tokens of a typical result are words, and the
     index they cost was most of grading time (the README's Benchmarks section). Every step runs in C (filterfalse and
     map over str methods), none in a Python-level loop."""
+    out = _tokens(text)
+    cut = _unglued(text)
+    if cut is not None:
+        out |= _tokens(cut)
+    return out
+
+
+# A sentence glued to the next (``see www.example.com.Then``: a space left out, or markup stripped
+# between two blocks): a period before a capitalised word. The text is tokenised both as written and cut
+# there, so ``www.example.com`` is a token and ``www.Example.com`` (a capital after a dot) is still whole.
+_GLUED = re.compile(r"\.(?=[A-Z][a-z])")
+
+
+def _unglued(text: str) -> str | None:
+    """``text`` with a space after each glued sentence end; None when it has none (the common case)."""
+    if _GLUED.search(text) is None:
+        return None
+    return _GLUED.sub(". ", text)
+
+
+def searchable(text: str) -> str:
+    """``text`` as a scan searches it once case-folded: followed by its unglued spelling, if it has one, so
+    that a scan (``_holds``) finds what ``tokens(text)`` holds (case is gone once folded)."""
+    cut = _unglued(text)
+    return text if cut is None else text + "\n" + cut
+
+
+def _tokens(text: str) -> set[str]:
     toks = set(filterfalse(str.isalpha, _cut(text.casefold(), _TOKEN_CUTS, _TOKEN_CUTS_ASCII).split()))
     # Parts of every token at once: cutting the kept tokens at the part marks too yields exactly their
     # parts (a word's only part is itself, and is left out anyway). Stripping only removes characters,
@@ -218,7 +247,7 @@ class SourceIndex:
         self._sources.append((source, step, text, args))
         self._names.append(source)
         if self._tokens is None:  # scanning: the text is searched case-folded (the index cuts its own)
-            self._folded.append(text.casefold())
+            self._folded.append(searchable(text).casefold())
         self._chars += len(text)
 
     def names(self, positions) -> frozenset[str]:
