@@ -8,8 +8,6 @@ with the real generated classes.
 
 from __future__ import annotations
 
-import base64
-
 RETRY_INFO_TYPE = "type.googleapis.com/google.rpc.RetryInfo"
 
 # gRPC status codes used here (grpc.StatusCode values, as google.rpc.Code numbers).
@@ -56,7 +54,3 @@ def status_json(code: int, message: str, retry_after: int | None = None) -> dict
     if retry_after is not None:
         doc["details"] = [{"@type": RETRY_INFO_TYPE, "retryDelay": f"{retry_after}s"}]
     return doc
-
-
-def to_base64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
