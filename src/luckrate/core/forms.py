@@ -49,10 +49,10 @@ _ORD = r"(?:st|nd|rd|th)?"
 _TIME = r"(\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?:\s*([ap])\.?m\.?\b)?"
 
 # Dates with the year first (ISO, slashes, dots), optionally followed by a time: the date part of a
-# date-time is a date of its own.
-# A time may carry its zone (``z``, ``+02:00``): the clock as written is what a source shows.
-_YMD = re.compile(r"(?<![\d.])(\d{4})([-/.])(\d{1,2})\2(\d{1,2})(?:[t ]" + _TIME + r"(?:\s?(?:z|utc|[+-]\d\d:?\d\d)\b)?)?"
-                  r"(?![\d])")
+# date-time is a date of its own. The time's zone (``z``, ``+02:00``) is read and set aside: the clock
+# as written is what a source shows.
+_ZONE = r"(?:\s?(?:z|utc|[+-]\d\d:?\d\d)\b)?"
+_YMD = re.compile(r"(?<![\d.])(\d{4})([-/.])(\d{1,2})\2(\d{1,2})(?:[t ]" + _TIME + _ZONE + r")?(?![\d])")
 _MDY = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d/])")
 _MONTH_DAY = re.compile(r"\b" + _MONTH + r"\s+(\d{1,2})" + _ORD + r"\b(?:,?\s+(\d{4})\b)?")
 _DAY_MONTH = re.compile(r"(?<![\d])(\d{1,2})" + _ORD + r"\s+(?:of\s+)?" + _MONTH + r"(?![a-z])(?:,?\s+(\d{4})\b)?")
