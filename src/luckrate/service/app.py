@@ -31,7 +31,7 @@ from luckrate.service.prometheus import MetricsServer, PrometheusReader
 from luckrate.service.receiver_grpc import GrpcReceiver
 from luckrate.service.receiver_http import HttpReceiver
 from luckrate.service.security import grpc_credentials, http_context
-from luckrate.service.tally import REPORT_EVERY, Tally, apply
+from luckrate.service.tally import Tally, apply
 from luckrate.service.telemetry import Labels, Telemetry
 from luckrate.service.verdict_events import VerdictEvents, check_verdict_events, verdict_events
 from luckrate.service.worker import VerdictLog, Worker
@@ -176,10 +176,10 @@ def build(cfg: ServiceConfig, specs) -> Service:
         rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation,
                           threshold=cfg.output_threshold)
         events = verdict_events(cfg, telemetry.add) if cfg.otlp_logs else None
-        tally = Tally()  # the grader thread counts in plain dicts; the SDK sees a sum every REPORT_EVERY s
+        tally = Tally()  # the grader thread counts in plain dicts; the SDK sees a sum every tally.REPORT_EVERY s
         worker = Worker(specs, lambda spans: trajectory_from_spans(spans, rule), tally, release=budget.release,
                         verdict_log=VerdictLog(cfg.verdict_log) if cfg.verdict_log else None, events=events,
-                        flush=lambda: apply(tally.cut([]), telemetry), flush_every=REPORT_EVERY)
+                        flush=lambda: apply(tally.cut([]), telemetry))
         limits = Limits.from_config(cfg)
         loop = AssemblerLoop(Assembler(worker.submit, limits=limits, count=telemetry.add, release=budget.release),
                              tick=limits.bucket)

@@ -19,6 +19,7 @@ from luckrate.adapters import InvalidInput
 from luckrate.core.grade import RunGrade, grade
 from luckrate.core.spec import Spec, spec_for
 from luckrate.service.assembler import CompletedTrace
+from luckrate.service.tally import REPORT_EVERY
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ class Worker:
     def __init__(self, specs: Mapping[str, Spec], adapt: Callable[[tuple], Any], telemetry, *,
                  release: Callable[[int], None] = lambda n: None, clock: Callable[[], float] = time.monotonic,
                  verdict_log: VerdictLog | None = None, events=None, flush: Callable[[], Any] | None = None,
-                 flush_every: float = 0.05):
+                 flush_every: float = REPORT_EVERY):
         """``adapt(spans) -> Trajectory`` raises InvalidInput for spans it cannot read. ``events`` (a
         ``verdict_events.VerdictEvents``, or None) gets every graded run; its ``publish`` never blocks.
         ``flush``, when ``telemetry`` is a ``tally.Tally``: hands its counts on, called by the worker's
