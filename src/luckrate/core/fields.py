@@ -186,7 +186,7 @@ def _lines(text: str, parent: str) -> list[Field]:
         value, i = _scalar((kv or item)[2 if kv else 1], lines, i, indent)
         if kv:
             key = kv[1]
-            if any(c in key for c in _ID_MARKS):  # a mapping keyed by data: {"bob@x.test": "rw"}
+            if any(c in key for c in _ID_MARKS):  # a mapping keyed by data: {"kim@x.test": "rw"}
                 out.append(Field(above, key, False))
                 path = f"{above}[{key}]"
             else:

@@ -3,23 +3,31 @@
 A value found only in untrusted free text is still *asked for* when the request covers it:
 
 - it sits in a record the request singled out by a name: a record of a result (a message, an e-mail,
-  an event) whose value field is a name the user wrote and no sibling record shares (``sender: Bob``
-  for "the article Bob posted"). A record singled out by a date, an id or a description is *not*
+  an event) whose value field is a name the user wrote and no sibling record shares (``sender: Priya``
+  for "the report Priya shared"). A record singled out by a date, an id or a description is *not*
   enough: the event on the day the user asked about is exactly where an injected description sits
   (measured: endorsing every value of records described by shared words lost a third of the dev set's
   workspace attacks). Only a *link* in a described record is endorsed, in a source the user pointed at
-  ("the message where someone wrote about a great restaurant", then its website);
-- it is an e-mail address in the name of a person the request names ("invite Dora; her e-mail is on
-  her website" and ``dora@...``);
-- it is a link or a date, the request asks for links or dates by a common noun ("the websites posted
-  in the channel", "the deadline ... in YYYY-MM-DD format"), and the source is one the request pointed
+  ("the post where someone described a new bakery", then its website);
+- it is an e-mail address in the name of a person the request names ("add Ana; her e-mail is on
+  her site" and ``ana@...``);
+- it is a link or a date, the request asks for links or dates by a common noun ("the links shared
+  in the team room", "the due dates in the notes"), and the source is one the request pointed
   at: the call that read it was given something the user wrote (a channel, a file name, a URL).
 
+Not covered: a link from a source the user named by its own URL. "Her e-mail is on her site: <url>"
+asks for an e-mail from that page, "look at the sites of Ana (<url>) and Ben (<url>)" for those very
+pages; neither asks for further links. Nor an address whose local part adds a name the user never wrote.
+
+Covered too: every value of a source the request handed its tasks to ("work through the tasks on the checklist
+at <url>": a verb of doing, a noun of tasks, then the reference to the source).
+
 A request extends to the free text of the records it singled out by a name (one level): "the details
-are in the message from Bob to Alice" makes that message's words part of what was asked.
+are in Priya's note to Sam" makes that message's words part of what was asked; and to the text
+of the sources it handed its tasks to.
 
 Short values (grounding's rule 4): ``3`` or ``2024`` occurs in almost any text, so a short value counts
-only where free text names it by the argument's own label ("delete the file with ID 13" for ``file_id``).
+only where free text names it by the argument's own label ("remove the note with ID 7" for ``note_id``).
 
 The ceiling: these read words, not meaning. An injection placed inside a record the user singled out,
 or on a page the user asked to take links from, is endorsed with it; an attacker who picks an address
@@ -48,6 +56,13 @@ _KINDS = {"url": frozenset({"website", "websites", "site", "sites", "link", "lin
           "date": frozenset({"date", "dates", "deadline", "deadlines", "yyyy"})}
 
 
+# A request that hands a list of tasks over to a source: "work through the tasks listed at <url>", "follow
+# the instructions in <file>". The noun comes right before the reference to the source (English).
+_DELEGATION = re.compile(r"\b(?:do|perform|complete|follow|execute|carry\s+out|work\s+through)\b[^.!?\n]{0,40}?"
+                         r"\b(?:to-?dos?|tasks?|instructions?|checklists?|steps)\b(?:\s+list)?"
+                         r"[^.!?\n]{0,24}?\b(?:at|in|on|from)\s+(?:the\s+|my\s+|this\s+)?(?:\S+\s+)?$")
+
+
 @dataclass(frozen=True)
 class Request:
     """What the user's input asks for: its text, words, the names written, its tokens."""
@@ -56,6 +71,8 @@ class Request:
     words: frozenset[str]
     names: frozenset[str]
     tokens: frozenset[str]
+    delegated: frozenset[int] = frozenset()
+    """Index positions of the sources the request handed its tasks over to (``_DELEGATION``)."""
 
     @classmethod
     def of_text(cls, text: str) -> Request:
@@ -69,14 +86,20 @@ class Request:
         cached = getattr(prov, "request", None)
         if cached is None:
             base = cls.of_text(prov.user_text)
-            delegated = [f.text for f in _named_records(prov, base)] if base.names else []
-            cached = cls.of_text("\n".join([prov.user_text, *delegated])) if delegated else base
+            handed = _delegated(prov, base)
+            extra = [f.text for f in _named_records(prov, base)] if base.names else []
+            extra += [prov.index.text(position) for position in handed]
+            cached = cls.of_text("\n".join([prov.user_text, *extra])) if extra else base
+            if handed:
+                cached = Request(cached.text, cached.words, cached.names, cached.tokens, frozenset(handed))
             prov.request = cached
         return cached
 
 
 def endorsed(arg: Argument, origin: Origin, prov: Provenance, request: Request) -> str | None:
     """Why the request covers a value found only in untrusted free text, or None."""
+    if origin.position in request.delegated:
+        return "in the tasks the user handed over to this source"
     designated = _designated(origin, prov, request)
     record = prov.index.record(origin)
     if record:
@@ -84,11 +107,15 @@ def endorsed(arg: Argument, origin: Origin, prov: Provenance, request: Request) 
         if named is not None:
             return f"in the record of {named.text!r}, whom the user named ({named.path})"
     if "@" in arg.value and not arg.embedded:
-        local = arg.value.casefold().split("@", 1)[0]
-        hit = next((n for n in _WORD.findall(local) if n in request.names), None)
-        if hit:
-            return f"an address in the name of {hit!r}, whom the user named"
+        named_by = _address_of(arg.value, request)
+        if named_by:
+            return f"an address in the name of {named_by!r}, whom the user named"
     kind = _kind(arg.value)
+    # A source the user named by its address (a page's URL) is a request for that page, not for more
+    # addresses of that kind: "her e-mail is on her site: <url>" asks for an e-mail from the page, and
+    # "look at the sites of Ana (<url>) and Ben (<url>)" for those very pages.
+    if kind == "url" and designated and _named_by_address(origin, prov, request):
+        return None
     if kind == "url" and record and designated and not arg.embedded and _described(origin, prov, request):
         return "a link in the record the request described, in a source the user pointed at"
     # A link inside a message body is not a link the user asked to visit; a date inside one may be the date
@@ -96,6 +123,21 @@ def endorsed(arg: Argument, origin: Origin, prov: Provenance, request: Request) 
     if kind and not (arg.embedded and kind == "url") and request.words & _KINDS[kind] and designated:
         return f"a {kind} the user asked for, from a source the user pointed at"
     return None
+
+
+def _address_of(address: str, request: Request) -> str | None:
+    """The name an e-mail address is in, when every word of its local part is a name the request names
+    (``ana@...`` for "add Ana"; not ``sam.reyes-77@...``, which adds a name nobody wrote)."""
+    words = _WORD.findall(address.casefold().split("@", 1)[0])
+    if words and all(w in request.names for w in words):
+        return words[0]
+    return None
+
+
+def _named_by_address(origin: Origin, prov: Provenance, request: Request) -> bool:
+    """The call that produced ``origin``'s source was given a URL the user wrote."""
+    return any(forms.url_key(v) is not None and "@" not in v and _written(v, request)
+               for v in prov.index.called_at(origin.position))
 
 
 def _named(origin: Origin, record: list[Field], prov: Provenance, request: Request) -> Field | None:
@@ -111,7 +153,7 @@ def _named(origin: Origin, record: list[Field], prov: Provenance, request: Reque
 
 def _described(origin: Origin, prov: Provenance, request: Request) -> bool:
     """The record's free text shares ``DESCRIBED_BY`` long words with the request that no sibling record has
-    ("the message where someone wrote about a great restaurant near the office")."""
+    ("the post where someone described a new bakery near the office")."""
     prefix = record_of(origin.field)
     if prefix is None:
         return False
@@ -130,6 +172,20 @@ def _named_records(prov: Provenance, request: Request) -> list[Field]:
     for origin in prov.index.designated_records(lambda values: any(_written(v, request) for v in values)):
         if _named(origin, prov.index.record(origin), prov, request) is not None:
             out.extend(f for f in prov.index.record_fields(origin) if f.prose)
+    return out
+
+
+def _delegated(prov: Provenance, request: Request) -> list[int]:
+    """The sources whose call was given a reference the request hands its tasks over to."""
+    out = []
+    for position in prov.index.tool_positions():
+        for value in prov.index.called_at(position):
+            at = request.text.find(value) if len(value) >= 3 else -1
+            if at < 0 and forms.url_key(value):
+                at = request.text.find(forms.url_key(value) or "\0")
+            if at >= 0 and _DELEGATION.search(request.text, max(0, at - 80), at):
+                out.append(position)
+                break
     return out
 
 
@@ -158,8 +214,8 @@ def _written(value: str, request: Request) -> bool:
 
 
 def labelled(arg: Argument, origins: list[Origin], prov: Provenance) -> bool:
-    """A short value that the free text names by the argument's own label: ``file_id='13'`` and "the file
-    with ID 13". Only a label next to the value makes a short number evidence (grounding's rule 4)."""
+    """A short value that the free text names by the argument's own label: ``note_id='7'`` and "the note
+    with ID 7". Only a label next to the value makes a short number evidence (grounding's rule 4)."""
     names = labels(arg.path)
     if not names:
         return False

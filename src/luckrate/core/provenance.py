@@ -8,7 +8,7 @@ the trajectory however many arguments it has (``SourceIndex.tokens_of``).
 
 Identifier-shaped (the exact rule): a string of 1..256 characters with no whitespace, containing at
 least one letter or digit and at least one mark of an identifier — a digit or one of ``@ / : - _ .``
-(``ORD-12345``, ``alice@example.com``, ``https://x.test/a``, ``99817``); or an integer of at least
+(``ORD-12345``, ``kim@example.com``, ``https://x.test/a``, ``99817``); or an integer of at least
 4 digits (order numbers), never a bool. Plain words (``high``, ``refund``) and small numbers (counts,
 limits, amounts) are vocabulary, not references; floats are quantities. For the tools ``trace`` is told
 to ``scan`` (taint's privileged tools), a value with spaces that is still one value (a date-time, a
@@ -17,7 +17,7 @@ spaced IBAN) and the strong identifiers inside free text (``forms.is_strong``) a
 
 Matching: source text is cut into tokens at whitespace, quotes, brackets, commas, semicolons, backslashes
 and ``<>|``; each token is also indexed without leading/trailing sentence punctuation and in parts split
-at ``: / = ? & #`` (``mailto:bob@x.test`` also yields ``bob@x.test``), all case-folded; a sentence glued
+at ``: / = ? & #`` (``mailto:kim@x.test`` also yields ``kim@x.test``), all case-folded; a sentence glued
 to the next (``www.x.com.Then``) is also cut at the period. Tokens made of
 letters only are not indexed (no identifier can equal one). A value not found verbatim is looked up in
 its normalised forms (core/forms.py: URLs, dates, times, numbers, grouped digits). Where in a result a
@@ -124,6 +124,9 @@ def _tokens(text: str) -> set[str]:
     return out
 
 
+REFERENCE_PREFIX = 8
+"""The fewest characters of a source's field an argument must repeat from its start to name the field's
+object (``copied_whole``): shorter starts ("Re: ", "The ") say nothing."""
 SHORT_POSITIONS = 16
 """A key's positions in the token index are a tuple up to this many, then a list (``_catch_up``)."""
 SCAN_FACTOR = 8
@@ -237,6 +240,7 @@ class SourceIndex:
         self._located: dict[int, _Located] = {}
         self._user_keys: set[str] | None = None
         self._called: dict[int, frozenset[str]] = {}
+        self._called_tokens: dict[int, frozenset[str]] = {}
         self._found: dict[tuple[str, int], tuple[frozenset[str], tuple[int, ...]]] = {}
         self._name_sets: dict[frozenset[str], frozenset[str]] = {}
 
@@ -328,7 +332,7 @@ class SourceIndex:
     def origins(self, position: int, keys: tuple[str, ...]) -> list[Origin]:
         """Where in source ``position`` the keys sit (fields parsed on first use, then cached)."""
         source, step, text, _ = self._sources[position]
-        echo = not self.called_at(position).isdisjoint(keys)
+        echo = not self.called_at(position).isdisjoint(keys) or not self.called_tokens(position).isdisjoint(keys)
         if source == USER:
             return [Origin(source, None, None, True, False, position)]
         located = self._fields(position)
@@ -368,9 +372,16 @@ class SourceIndex:
         return [f for f in self.record_fields(origin) if not f.prose]
 
     def copied_whole(self, origin: Origin, text: str) -> bool:
-        """True when a field of ``origin``'s source is exactly ``text`` (case-folded, spaces collapsed): the argument
-        names an object of the source (a channel, a file) rather than quoting from its text."""
-        return origin.source != USER and " ".join(text.casefold().split()) in self._fields(origin.position).texts
+        """True when a field of ``origin``'s source is ``text``, or starts with it (case-folded, spaces collapsed,
+        at least ``REFERENCE_PREFIX`` characters): the argument names an object of the source (a channel, a
+        file) by its name or the start of it, rather than quoting from its text."""
+        if origin.source == USER:
+            return False
+        wanted = " ".join(text.casefold().split())
+        texts = self._fields(origin.position).texts
+        if wanted in texts:
+            return True
+        return len(wanted) >= REFERENCE_PREFIX and any(t.startswith(wanted) for t in texts)
 
     def all_fields(self, origin: Origin) -> list[Field]:
         """Every field of ``origin``'s source."""
@@ -382,6 +393,14 @@ class SourceIndex:
         if prefix is None:
             return []
         return [f for f in self._fields(origin.position).fields if f.record == prefix]
+
+    def tool_positions(self) -> range:
+        """The positions of every tool result (user sources come first)."""
+        return range(self._users, len(self._sources))
+
+    def text(self, position: int) -> str:
+        """The text of source ``position``."""
+        return self._sources[position][2]
 
     def designated_records(self, pointed) -> list[Origin]:
         """One origin per record of every tool result whose call ``pointed(values given)`` accepts."""
@@ -397,6 +416,16 @@ class SourceIndex:
         """How many records ``origin``'s result holds, and in how many each (field name, value) occurs;
         worked out once per source."""
         return self._fields(origin.position).siblings
+
+    def called_tokens(self, position: int) -> frozenset[str]:
+        """The tokens inside the text arguments of the call that produced source ``position``: a result that
+        repeats an identifier the agent wrote into a message body is an echo of that body, not a source."""
+        called = self._called_tokens.get(position)
+        if called is None:
+            args = self._sources[position][3]
+            texts = [v for _, v in walk(args or {}) if isinstance(v, str) and len(v) <= MAX_SCANNED and " " in v]
+            called = self._called_tokens[position] = frozenset(tokens("\n".join(texts))) if texts else frozenset()
+        return called
 
     def called_at(self, position: int) -> frozenset[str]:
         """The values the call that produced source ``position`` was given (case-folded)."""

@@ -163,7 +163,7 @@ def _names(value: Any, key: str, problems: list, vocab: set[str] | None = None) 
 
 
 def _untrusted_fields(value: Any, problems: list, vocab: set[str]) -> dict[str, frozenset[str]]:
-    """The dict form of ``untrusted``: ``{"read_inbox": ["body", "subject"], "get_webpage": "*"}``."""
+    """The dict form of ``untrusted``: ``{"fetch_mail": ["body", "subject"], "fetch_page": "*"}``."""
     if not isinstance(value, Mapping):
         return {}
     out = {}
