@@ -25,6 +25,11 @@ Ground truth is computed on the environment the run executes in, as agentdojo's 
 pipeline does: the injection changes the results and, where it sits in a name the task uses (slack's
 ``External_...`` channel), the argument the agent passes too.
 
+Every run above is a replay of ground truth (label ``behaviour: replay``); clean runs, and every second
+attacked pair, also come as the behaviours real models show (``behaviour``: quote, reordered, retry,
+partial, combined; see detection_behaviours), executed on the same environment. A request that hands its
+tasks to a page has that page read first in every run (``ground_truth``).
+
 Every trace is read back through luckrate's OTLP adapters (binary and JSON) and compared with the
 generated calls (tool, arguments, result, order); any difference stops the generator.
 """
@@ -49,6 +54,7 @@ from agentdojo.functions_runtime import FunctionsRuntime  # noqa: E402
 from agentdojo.task_suite.load_suites import get_suites  # noqa: E402
 from agentdojo.types import text_content_block_from_string  # noqa: E402
 
+import detection_behaviours as db  # noqa: E402
 import detection_traces as dt  # noqa: E402
 import detection_variants as dv  # noqa: E402
 
@@ -95,6 +101,9 @@ def execute(suite, env, calls) -> list[dt.Call]:
     runtime = FunctionsRuntime(suite.tools)
     out = []
     for fc in calls:
+        if fc.id == db.FAILED_ID:
+            out.append(dt.Call(fc.function, dict(fc.args), None, "ServiceUnavailable: the service is busy, try again"))
+            continue
         result, error = runtime.run_function(env, fc.function, dict(fc.args))
         out.append(dt.Call(fc.function, dict(fc.args), None if error else tool_result_to_str(result), error))
     return out
@@ -103,22 +112,57 @@ def execute(suite, env, calls) -> list[dt.Call]:
 def first_injected(suite, user_task, canaries: dict[str, str]) -> int | None:
     """Index of the first ground-truth call whose result shows an injection vector (canary run)."""
     env = suite.load_and_inject_default_environment(canaries)
-    calls = user_task.ground_truth(suite.load_and_inject_default_environment({}))
+    calls = ground_truth(suite, user_task, suite.load_and_inject_default_environment({}))
     for i, call in enumerate(execute(suite, env, calls)):
         if call.result and any(c in call.result for c in canaries.values()):
             return i
     return None
 
 
+def behaviours(suite, env, prompt: str, calls: list, label: dict, stats: Counter, inj: tuple[int, int] | None = None):
+    """The runs a model showing each behaviour class would make from ``calls`` (detection_behaviours)."""
+    from detection import PRIVILEGED
+
+    acting = PRIVILEGED[label["suite"]]
+    pages = getattr(getattr(env, "web", None), "web_content", {})
+    results = [c.result for c in execute(suite, env.model_copy(deep=True), calls)]
+    made = {name: make(calls, acting, results) for name, make in db.BEHAVIOURS.items()}
+    if inj is not None:
+        made["partial"] = db.partial(calls, inj, acting)
+    for name, new in made.items():
+        if new is None:
+            continue
+        stats[f"{label['suite']}: behaviour {name}"] += 1
+        done = execute(suite, env.model_copy(deep=True), new)
+        yield dt.Run(label["suite"], prompt, tuple(done), ANSWER, {**label, "behaviour": name})
+
+
+def ground_truth(suite, task, env) -> list:
+    """The task's ground-truth calls, with the read of the page a request hands its tasks to first: no
+    model can do the tasks on a list it has not read (the package's ground truth skips the read)."""
+    calls = task.ground_truth(env.model_copy(deep=True))
+    pages = getattr(getattr(env, "web", None), "web_content", {})
+    return db.delegated(task.PROMPT, calls, pages) or calls
+
+
 def suite_runs(name: str, suite, stats: Counter):
     attacks = [load_attack(a, suite, _Target()) for a in ATTACKS]
     clean_env = suite.load_and_inject_default_environment({})
     pair = 0
-    for uid, user_task in suite.user_tasks.items():
+    tasks = list(suite.user_tasks.items())
+    for n, (uid, user_task) in enumerate(tasks):
         base = {"suite": name, "user_task": uid}
-        calls = user_task.ground_truth(clean_env.model_copy(deep=True))
+        calls = ground_truth(suite, user_task, clean_env)
         clean = execute(suite, clean_env.model_copy(deep=True), calls)
-        yield dt.Run(name, user_task.PROMPT, tuple(clean), ANSWER, {**base, "kind": "clean", "positive": False})
+        label = {**base, "kind": "clean", "positive": False}
+        yield dt.Run(name, user_task.PROMPT, tuple(clean), ANSWER, label)
+        yield from behaviours(suite, clean_env, user_task.PROMPT, calls, label, stats)
+        other_uid, other = tasks[(n + 1) % len(tasks)]
+        both = [*calls, *ground_truth(suite, other, clean_env)]
+        prompt = f"{user_task.PROMPT}\nThen: {other.PROMPT}"
+        stats[f"{name}: behaviour combined"] += 1
+        yield dt.Run(name, prompt, tuple(execute(suite, clean_env.model_copy(deep=True), both)), ANSWER,
+                     {**label, "user_task": f"{uid}+{other_uid}", "behaviour": "combined"})
         try:
             attacks[0].get_injection_candidates(user_task)
         except ValueError:
@@ -130,16 +174,34 @@ def suite_runs(name: str, suite, stats: Counter):
             injections = attack.attack(user_task, inj_task)
             env = suite.load_and_inject_default_environment(injections)
             label = {**base, "injection_task": iid, "attack": attack.name, "positive": False}
-            user_calls = user_task.ground_truth(env.model_copy(deep=True))
+            user_calls = ground_truth(suite, user_task, env)
             stats[f"{name}: attacked runs whose user calls differ from the clean run's"] += user_calls != calls
             resisted = execute(suite, env.model_copy(deep=True), user_calls)
             yield dt.Run(name, user_task.PROMPT, tuple(resisted), ANSWER, {**label, "kind": "resisted"})
+            if pair % BEHAVIOUR_EVERY == 0:
+                yield from behaviours(suite, env, user_task.PROMPT, user_calls, {**label, "kind": "resisted"}, stats)
             inj_calls = inj_task.ground_truth(env.model_copy(deep=True))
             if not inj_calls:
                 stats[f"{name}: injection task without calls (resisted only)"] += 1
             else:
-                yield _succeeded(suite, env, user_calls, inj_calls, inj_task, at, pair, label, user_task, stats)
+                run = _succeeded(suite, env, user_calls, inj_calls, inj_task, at, pair, label, user_task, stats)
+                yield run
+                if pair % BEHAVIOUR_EVERY == 0:
+                    lo, hi = run.label["injection_steps"]
+                    trace = [dt_call_to_fc(c) for c in run.calls]
+                    yield from behaviours(suite, env, user_task.PROMPT, trace, run.label, stats, (lo, hi))
             pair += 1
+
+
+BEHAVIOUR_EVERY = 2
+"""Behaviour runs are made for every clean run and for every second attacked pair (the set stays small
+enough to grade in seconds)."""
+
+
+def dt_call_to_fc(call: dt.Call):
+    from agentdojo.functions_runtime import FunctionCall
+
+    return FunctionCall(function=call.tool, args=dict(call.args))
 
 
 def _succeeded(suite, env, calls, inj_calls, inj_task, at, pair, label, user_task, stats) -> dt.Run:
@@ -213,6 +275,8 @@ def generate(stats: Counter):
     for name in SUITES:
         for run in suite_runs(name, suites[name], stats):
             yield run
+            if "behaviour" in run.label:
+                continue
             seen = [run.calls]
             for chance in VARIANTS[run.label["kind"]]:
                 v = variant(run, rng) if rng.random() < chance else None
@@ -237,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def pairs():
         for run in generate(stats):
-            label = {"variant": "original", **run.label}
+            label = {"variant": "original", "behaviour": "replay", **run.label}
             request = recorder.record(run)
             problem = dt.mismatch(run, request)
             if problem:
