@@ -370,3 +370,31 @@ def test_http_limit_flags_reach_the_receiver_and_bad_values_are_named():
                             "  http_max_connections: expected a positive integer, got 0\n"
                             "  http_idle_timeout: expected a positive number of seconds, got '5'\n"
                             "  http_request_timeout: expected a positive number of seconds, got -1")
+
+
+@pytest.mark.parametrize("second", ["grpc", "http", "prometheus"])
+def test_a_second_listener_on_a_taken_port_fails_naming_the_address(second):
+    """A second `luckrate serve` on the gRPC port used to start: gRPC turns SO_REUSEPORT on by default, and
+    the kernel then split connections between the two processes, each grading half of every trace."""
+    from luckrate.service.assembler import SpanBudget
+    from luckrate.service.intake import Intake
+    from luckrate.service.prometheus import MetricsServer, PrometheusReader
+    from luckrate.service.receiver_grpc import GrpcReceiver
+    from luckrate.service.receiver_http import HttpReceiver
+
+    intake = Intake(lambda batch: None, SpanBudget(1000), lambda *a, **k: None)
+    first = GrpcReceiver(Endpoint("127.0.0.1", 0), intake, max_request_bytes=LIMIT, retry_after=1)
+    first.start()
+    try:
+        taken = Endpoint("127.0.0.1", first.port)
+        if second == "grpc":
+            other = GrpcReceiver(taken, intake, max_request_bytes=LIMIT, retry_after=1)
+        elif second == "http":
+            other = HttpReceiver(taken, intake, max_request_bytes=LIMIT, retry_after=1)
+        else:
+            other = MetricsServer(taken, PrometheusReader())
+        with pytest.raises(OSError, match=f"{second} 127.0.0.1:{first.port}: cannot bind"):
+            other.start()
+        other.shutdown()
+    finally:
+        first.shutdown(0)

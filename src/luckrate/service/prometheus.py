@@ -182,7 +182,10 @@ class MetricsServer:
             def log_message(self, format: str, *args) -> None:
                 log.debug("metrics: " + format, *args)
 
-        self._server = ThreadingHTTPServer((self.endpoint.host, self.endpoint.port), Handler)
+        try:
+            self._server = ThreadingHTTPServer((self.endpoint.host, self.endpoint.port), Handler)
+        except OSError as e:
+            raise OSError(e.errno, f"prometheus {self.endpoint}: cannot bind ({e.strerror})") from None
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.1,), name="luckrate-metrics",
                                         daemon=True)
