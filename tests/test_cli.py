@@ -77,6 +77,24 @@ def test_missing_file_and_bad_spec_exit_2(tmp_path, capsys):
     assert capsys.readouterr().err == "luckrate: error: 1 problem in spec 'spec'; required[0]: unknown tool 'b'\n"
 
 
+SPEC_FILES_THAT_RAISE = [
+    # (case, spec file text, the error after the path)
+    ("syntax error", "SPEC = {\n", ":1: SyntaxError: '{' was never closed"),
+    ("import error", "import luckrate_no_such_module\nSPEC = {}\n",
+     ":1: ModuleNotFoundError: No module named 'luckrate_no_such_module'"),
+    ("raises at load", "def tools():\n    return 1 / 0\n\nSPEC = {'tools': tools()}\n",
+     ":2: ZeroDivisionError: division by zero"),
+]
+
+
+@pytest.mark.parametrize("case, text, message", SPEC_FILES_THAT_RAISE, ids=[c[0] for c in SPEC_FILES_THAT_RAISE])
+def test_spec_file_that_raises_is_bad_input_not_a_failed_gate(tmp_path, capsys, case, text, message):
+    # A Python error in a spec file printed a traceback and exited 1, which CI reads as failing agents.
+    spec = write(tmp_path, "spec.py", text)
+    assert main(["grade", "--spec", spec, RUNS]) == 2
+    assert capsys.readouterr().err == f"luckrate: error: {spec}{message}\n"
+
+
 def test_no_spec_for_agent_exits_2(tmp_path, capsys):
     spec = write(tmp_path, "specs.py", "SPECS = {'billing': {}}\n")
     assert main(["grade", "--spec", spec, RUNS]) == 2
