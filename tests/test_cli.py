@@ -58,6 +58,9 @@ BAD = [
     ("notool.jsonl", json.dumps({"id": "x", "steps": [{"args": {}}]}), "{path}: run 'x' steps[0]: missing 'tool' (a non-empty string)"),
     ("ok.jsonl", json.dumps({"id": "x", "output_ok": "yes"}), "{path}: run 'x': 'output_ok' must be true, false or null"),
     ("bin.json", b"\xff\xfe\x00", "{path}: not UTF-8 text (byte 0)"),
+    ("typo.json", json.dumps({"id": "x", "stpes": [], "content": "false"}),
+     "{path}: 2 problems in run 'x'; unknown key 'stpes' (did you mean 'steps'?); "
+     "'content' must be true or false, got string"),
 ]
 
 
