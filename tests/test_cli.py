@@ -160,3 +160,19 @@ def test_explain_lists_every_traced_argument_with_its_forms_and_reason(tmp_path,
     assert by_path["to"]["taint"] is True and by_path["to"]["origins"][0]["kind"] == "text"
     assert by_path["day"]["ungrounded"] is True and "--05-16" in by_path["day"]["looked_up"]
     assert sorted(v["check"] for v in run["violations"]) == ["taint", "ungrounded"]
+
+
+@pytest.mark.parametrize("command, code", [("convert", 0), ("grade", 1)])
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path, command, code):
+    # `luckrate convert ... | head` ended in a BrokenPipeError traceback. The output is made larger than a
+    # pipe's buffer so that the command is still writing when the reader closes its end.
+    forbidden = {"tool": "delete_account", "args": {}}  # half the runs are lucky: the gate fails (exit 1)
+    lines = [json.dumps(dict(CLEAN, id=f"r{i}", input="refund ORD-12345 " + "x" * 200,
+                             steps=CLEAN["steps"] + [forbidden] * (i % 2))) for i in range(2000)]
+    path = write(tmp_path, "many.jsonl", "\n".join(lines) + "\n")
+    argv = [sys.executable, "-m", "luckrate.cli", command, *(["--spec", SPEC] if command == "grade" else []), path]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == code
+    assert proc.stderr.read() == b""
