@@ -86,7 +86,9 @@ def _family(metric, openmetrics: bool = False) -> Iterable[str]:
     name = prometheus_name(inst)
     data = metric.data
     ptype = {"counter": "counter", "updown": "gauge", "histogram": "histogram"}[inst.kind]
-    base = name[: -len("_total")] if ptype == "counter" else name
+    # A counter's HELP and TYPE name its family: ``x`` in OpenMetrics (samples ``x_total``), the sample name
+    # ``x_total`` itself in the text format 0.0.4 (promtool says "no help text" for ``x``).
+    base = name[: -len("_total")] if ptype == "counter" and openmetrics else name
     yield f"# HELP {base} {_escape_help(metric.description or inst.description)}"
     yield f"# TYPE {base} {ptype}"
     for point in data.data_points:
