@@ -176,3 +176,15 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path, command, c
     proc.stdout.close()
     assert proc.wait(timeout=120) == code
     assert proc.stderr.read() == b""
+
+
+def test_readme_sample_is_what_the_example_command_prints(capsys):
+    # The README's sample had drifted: the example spec stated one before rule twice (reported twice) and
+    # every run printed a "skipped: confirm" line the sample did not show.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    command = "luckrate grade --spec examples/spec.py examples/runs.jsonl"
+    assert command in readme
+    start = readme.index("```\nrefund-1  case=refund") + len("```\n")
+    sample = readme[start:readme.index("```\n", start)]
+    assert main(["grade", "--spec", SPEC, RUNS]) == 1
+    assert capsys.readouterr().out == sample
