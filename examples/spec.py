@@ -10,8 +10,7 @@ SPEC = {
     "required": ["lookup_order"],
     "forbidden": ["delete_account"],
     "before": [
-        ("lookup_order", "issue_refund"),  # every issue_refund comes after a lookup_order
-        # ... and after a successful lookup of the same order (so does every cancel_order)
+        # every issue_refund and cancel_order comes after a successful lookup_order of the same order
         {"first": "lookup_order", "then": ["issue_refund", "cancel_order"], "same": "order_id"},
     ],
     "confirm": ["cancel_order"],  # the user says yes after the agent's last message, before each cancel

@@ -58,6 +58,9 @@ BAD = [
     ("notool.jsonl", json.dumps({"id": "x", "steps": [{"args": {}}]}), "{path}: run 'x' steps[0]: missing 'tool' (a non-empty string)"),
     ("ok.jsonl", json.dumps({"id": "x", "output_ok": "yes"}), "{path}: run 'x': 'output_ok' must be true, false or null"),
     ("bin.json", b"\xff\xfe\x00", "{path}: not UTF-8 text (byte 0)"),
+    ("typo.json", json.dumps({"id": "x", "stpes": [], "content": "false"}),
+     "{path}: 2 problems in run 'x'; unknown key 'stpes' (did you mean 'steps'?); "
+     "'content' must be true or false, got string"),
 ]
 
 
@@ -75,6 +78,24 @@ def test_missing_file_and_bad_spec_exit_2(tmp_path, capsys):
     spec = write(tmp_path, "spec.py", "SPEC = {'tools': ['a'], 'required': ['b']}\n")
     assert main(["grade", "--spec", spec, RUNS]) == 2
     assert capsys.readouterr().err == "luckrate: error: 1 problem in spec 'spec'; required[0]: unknown tool 'b'\n"
+
+
+SPEC_FILES_THAT_RAISE = [
+    # (case, spec file text, the error after the path)
+    ("syntax error", "SPEC = {\n", ":1: SyntaxError: '{' was never closed"),
+    ("import error", "import luckrate_no_such_module\nSPEC = {}\n",
+     ":1: ModuleNotFoundError: No module named 'luckrate_no_such_module'"),
+    ("raises at load", "def tools():\n    return 1 / 0\n\nSPEC = {'tools': tools()}\n",
+     ":2: ZeroDivisionError: division by zero"),
+]
+
+
+@pytest.mark.parametrize("case, text, message", SPEC_FILES_THAT_RAISE, ids=[c[0] for c in SPEC_FILES_THAT_RAISE])
+def test_spec_file_that_raises_is_bad_input_not_a_failed_gate(tmp_path, capsys, case, text, message):
+    # A Python error in a spec file printed a traceback and exited 1, which CI reads as failing agents.
+    spec = write(tmp_path, "spec.py", text)
+    assert main(["grade", "--spec", spec, RUNS]) == 2
+    assert capsys.readouterr().err == f"luckrate: error: {spec}{message}\n"
 
 
 def test_no_spec_for_agent_exits_2(tmp_path, capsys):
@@ -139,3 +160,31 @@ def test_explain_lists_every_traced_argument_with_its_forms_and_reason(tmp_path,
     assert by_path["to"]["taint"] is True and by_path["to"]["origins"][0]["kind"] == "text"
     assert by_path["day"]["ungrounded"] is True and "--05-16" in by_path["day"]["looked_up"]
     assert sorted(v["check"] for v in run["violations"]) == ["taint", "ungrounded"]
+
+
+@pytest.mark.parametrize("command, code", [("convert", 0), ("grade", 1)])
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path, command, code):
+    # `luckrate convert ... | head` ended in a BrokenPipeError traceback. The output is made larger than a
+    # pipe's buffer so that the command is still writing when the reader closes its end.
+    forbidden = {"tool": "delete_account", "args": {}}  # half the runs are lucky: the gate fails (exit 1)
+    lines = [json.dumps(dict(CLEAN, id=f"r{i}", input="refund ORD-12345 " + "x" * 200,
+                             steps=CLEAN["steps"] + [forbidden] * (i % 2))) for i in range(2000)]
+    path = write(tmp_path, "many.jsonl", "\n".join(lines) + "\n")
+    argv = [sys.executable, "-m", "luckrate.cli", command, *(["--spec", SPEC] if command == "grade" else []), path]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == code
+    assert proc.stderr.read() == b""
+
+
+def test_readme_sample_is_what_the_example_command_prints(capsys):
+    # The README's sample had drifted: the example spec stated one before rule twice (reported twice) and
+    # every run printed a "skipped: confirm" line the sample did not show.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    command = "luckrate grade --spec examples/spec.py examples/runs.jsonl"
+    assert command in readme
+    start = readme.index("```\nrefund-1  case=refund") + len("```\n")
+    sample = readme[start:readme.index("```\n", start)]
+    assert main(["grade", "--spec", SPEC, RUNS]) == 1
+    assert capsys.readouterr().out == sample

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -61,7 +62,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     grades = _grade_all(runs, specs)
     luck, result = LuckRate.of(grades), gate(grades)
     explained = _explain_all(runs, specs) if args.explain else None
-    print(as_json(grades, luck, result, explained) if args.json else as_text(grades, luck, result, explained))
+    _emit(as_json(grades, luck, result, explained) if args.json else as_text(grades, luck, result, explained))
     return EXIT_GATE_FAILED if result.failed else EXIT_OK
 
 
@@ -76,8 +77,21 @@ def _explain_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[list[di
 
 def cmd_convert(args: argparse.Namespace) -> int:
     for traj in _read_all(args.files, args.format):
-        print(json.dumps(trajectory_to_dict(traj), ensure_ascii=False))
+        if not _emit(json.dumps(trajectory_to_dict(traj), ensure_ascii=False)):
+            break
     return EXIT_OK
+
+
+def _emit(text: str) -> bool:
+    """Print a line; False once the reader has gone (``luckrate convert ... | head``): stop quietly, as
+    well-behaved CLIs do, instead of a BrokenPipeError traceback. The exit code stays the command's."""
+    try:
+        print(text, flush=True)
+        return True
+    except BrokenPipeError:
+        # Point stdout at /dev/null so the interpreter's flush at exit does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return False
 
 
 def _add_format(parser: argparse.ArgumentParser) -> None:

@@ -35,6 +35,8 @@ MODEL = "demo-model"
 PROVIDER = "luckrate.demo"
 OUTPUT_ATTRIBUTE = "luckrate.output_ok"
 EXPORTER_PACKAGE = "opentelemetry-exporter-otlp-proto-grpc"
+DEFAULT_ENDPOINT = "127.0.0.1:4317"
+"""``luckrate serve``'s own default gRPC address."""
 STEP_NS = 40_000_000
 """Simulated duration of one span (40 ms); runs are laid out in time, never slept through."""
 
@@ -221,13 +223,15 @@ def otlp_grpc_exporter(endpoint: str) -> SpanExporter:
     try:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
     except ImportError as e:
-        raise ImportError(f"luckrate demo needs {EXPORTER_PACKAGE}: pip install {EXPORTER_PACKAGE}") from e
+        raise ImportError(f"needs {EXPORTER_PACKAGE}, in luckrate's otlp extra: pip install 'luckrate[otlp]' "
+                          f"(from a checkout: pip install -e '.[otlp]')") from e
     return OTLPSpanExporter(endpoint=f"http://{endpoint}", insecure=True, timeout=10)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--endpoint", required=True, metavar="HOST:PORT",
-                        help="OTLP/gRPC endpoint: luckrate serve --grpc, or a collector's OTLP receiver")
+    parser.add_argument("--endpoint", default=DEFAULT_ENDPOINT, metavar="HOST:PORT",
+                        help="OTLP/gRPC endpoint: luckrate serve --grpc, or a collector's OTLP receiver "
+                             f"(default {DEFAULT_ENDPOINT}, where luckrate serve listens)")
     parser.add_argument("--rate", type=float, default=2.0, metavar="N", help="runs per second (default 2)")
     parser.add_argument("--duration", type=float, default=0.0, metavar="S",
                         help="seconds to run; 0 = until interrupted (default)")

@@ -192,6 +192,40 @@ def test_file_form_bad_messages_and_turns(extra, error):
     assert str(err.value) == error
 
 
+BAD_KEYS_AND_TYPES = [
+    # A misspelt key was dropped: the run was graded with no steps, or without its output verdict.
+    ({"stpes": [{"tool": "get"}]}, "run 'r': unknown key 'stpes' (did you mean 'steps'?)"),
+    ({"outptu_ok": True}, "run 'r': unknown key 'outptu_ok' (did you mean 'output_ok'?)"),
+    ({"steps": [{"tool": "get", "agrs": {}}]}, "run 'r' steps[0]: unknown key 'agrs' (did you mean 'args'?)"),
+    ({"messages": [{"role": "user", "txt": "x", "text": "x", "before_step": 0}]},
+     "run 'r' messages[0]: unknown key 'txt' (did you mean 'text'?)"),
+    ({"zzz": 1}, "run 'r': unknown key 'zzz'"),
+    # "false" (a string) was read as True.
+    ({"content": "false"}, "run 'r': 'content' must be true or false, got string"),
+    ({"steps": {"tool": "get"}}, "run 'r': 'steps' must be a list, got object"),
+    ({"stpes": [], "content": 0, "steps": [{"tool": ""}, {"tool": "get", "t": "now"}]},
+     "4 problems in run 'r'\n"
+     "  unknown key 'stpes' (did you mean 'steps'?)\n"
+     "  'content' must be true or false, got number\n"
+     "  steps[0]: missing 'tool' (a non-empty string)\n"
+     "  steps[1]: 't' must be a number"),
+]
+
+
+@pytest.mark.parametrize("extra, error", BAD_KEYS_AND_TYPES, ids=[e[1].splitlines()[0] for e in BAD_KEYS_AND_TYPES])
+def test_file_form_unknown_keys_and_wrong_types_are_named(extra, error):
+    with pytest.raises(InvalidInput) as err:
+        trajectory_from_dict({"id": "r", **extra})
+    assert str(err.value) == error
+
+
+def test_file_form_known_keys_still_read():
+    traj = trajectory_from_dict({"id": "r", "content": False, "steps": [
+        {"index": 0, "tool": "get", "args": {}, "result": None, "error": None, "t": 0, "duration": 0,
+         "agent": None, "call_id": None}]})
+    assert traj.content is False and [s.tool for s in traj.steps] == ["get"]
+
+
 def _n8n_with_memory(prompt: str | None) -> dict:
     """The captured clean execution; with ``prompt``, its first model call was prompted with chat memory
     (a variant derived from the real file, as n8n writes a memory-backed prompt)."""

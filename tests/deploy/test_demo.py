@@ -99,3 +99,24 @@ def test_bad_arguments_are_named(argv: list[str], message: str, capsys) -> None:
     demo.add_arguments(parser)
     assert demo.run(parser.parse_args(argv)) == 2
     assert capsys.readouterr().err.strip() == f"luckrate demo: {message}"
+
+
+def test_endpoint_defaults_to_where_serve_listens() -> None:
+    # The README said the demo defaults to 127.0.0.1:4317, but --endpoint was required.
+    parser = argparse.ArgumentParser()
+    demo.add_arguments(parser)
+    assert parser.parse_args([]).endpoint == "127.0.0.1:4317"
+
+
+def test_without_the_otlp_extra_the_error_names_it() -> None:
+    # Stand-in for an install without the extra: the exporter module is blocked from importing (None in
+    # sys.modules), as this test environment has the package installed.
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['opentelemetry.exporter.otlp.proto.grpc.trace_exporter'] = None; "
+            "from luckrate.cli import main; sys.exit(main(['demo', '--runs', '1']))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr == ("luckrate demo: needs opentelemetry-exporter-otlp-proto-grpc, in luckrate's otlp extra: "
+                           "pip install 'luckrate[otlp]' (from a checkout: pip install -e '.[otlp]')\n")

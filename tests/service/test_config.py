@@ -111,3 +111,16 @@ def test_docs_list_every_flag_and_key():
     keys = set(re.findall(r"`([a-z_]+)`", text))
     assert {f for f, *_ in _FLAGS} <= flags
     assert set(KEYS) <= keys
+
+
+def test_verdict_log_all_is_a_toml_switch_beside_verdict_log(tmp_path):
+    spec = tmp_path / "s.py"
+    spec.write_text("SPEC = {}\n")
+    conf = tmp_path / "c.toml"
+    conf.write_text(f'spec = "{spec}"\nverdict_log = "{tmp_path / "v.jsonl"}"\nverdict_log_all = true\n')
+    assert finalize(load_config(conf), env={}).verdict_log_all is True
+    conf.write_text('verdict_log_all = "yes"\n')
+    with pytest.raises(InvalidConfig, match="verdict_log_all: expected true or false, got 'yes'"):
+        load_config(conf)
+    with pytest.raises(InvalidConfig, match="verdict_log_all: needs verdict_log"):
+        finalize(ServiceConfig(spec=str(spec), verdict_log_all=True), env={})

@@ -69,6 +69,11 @@ HTTP_REFUSALS = [
     ("gzip bomb", gzip.compress(b"\0" * (LIMIT * 4)), PROTO, {"Content-Encoding": "gzip"}, 413, "too_large"),
     ("bad gzip", b"not gzip", PROTO, {"Content-Encoding": "gzip"}, 400, "undecodable"),
     ("brotli", b"x", PROTO, {"Content-Encoding": "br"}, 415, "unsupported_media_type"),
+    # JSON that is not OTLP was answered 200 {} and no counter moved.
+    ("json not otlp", b'{"hello": "world"}', "application/json", {}, 400, "undecodable"),
+    ("a trajectory-form run", b'{"id": "r", "steps": [{"tool": "get"}]}', "application/json", {}, 400,
+     "undecodable"),
+    ("protobuf of unknown fields only", b"\x10\x05", PROTO, {}, 400, "undecodable"),
 ]
 
 
@@ -82,6 +87,32 @@ def test_http_refusals(service, case, body, ctype, headers, code, reason):
     else:
         assert json.loads(resp)["message"]
     assert refused(service, "http", reason) == 1
+
+
+EMPTY_EXPORTS = [
+    # (case, body, content type): legal exports with no spans, answered 200 and counted as requests
+    ("json {}", b"{}", "application/json"),
+    ("json no resource spans", b'{"resourceSpans": []}', "application/json"),
+    ("json with a newer sender's key", b'{"resourceSpans": [], "futureField": 1}', "application/json"),
+    ("protobuf empty", b"", PROTO),
+]
+
+
+@pytest.mark.parametrize("case, body, ctype", EMPTY_EXPORTS, ids=[c[0] for c in EMPTY_EXPORTS])
+def test_http_empty_export_is_accepted_and_counted(service, case, body, ctype):
+    _, http = urls(service)
+    assert post(http + "/v1/traces", body, ctype)[0] == 200
+    s = metrics(service)
+    assert total(s, "luckrate_requests_received_total", transport="http") == 1
+    assert total(s, "luckrate_spans_received_total") == 0
+    assert total(s, "luckrate_requests_refused_total") == 0
+
+
+def test_grpc_empty_export_is_counted(service):
+    target, _ = urls(service)
+    with grpc.insecure_channel(target) as channel:
+        assert TraceServiceStub(channel).Export(request_of([]), timeout=5) == ExportTraceServiceResponse()
+    assert total(metrics(service), "luckrate_requests_received_total", transport="grpc") == 1
 
 
 def test_http_methods_paths_and_health(service):
@@ -370,3 +401,31 @@ def test_http_limit_flags_reach_the_receiver_and_bad_values_are_named():
                             "  http_max_connections: expected a positive integer, got 0\n"
                             "  http_idle_timeout: expected a positive number of seconds, got '5'\n"
                             "  http_request_timeout: expected a positive number of seconds, got -1")
+
+
+@pytest.mark.parametrize("second", ["grpc", "http", "prometheus"])
+def test_a_second_listener_on_a_taken_port_fails_naming_the_address(second):
+    """A second `luckrate serve` on the gRPC port used to start: gRPC turns SO_REUSEPORT on by default, and
+    the kernel then split connections between the two processes, each grading half of every trace."""
+    from luckrate.service.assembler import SpanBudget
+    from luckrate.service.intake import Intake
+    from luckrate.service.prometheus import MetricsServer, PrometheusReader
+    from luckrate.service.receiver_grpc import GrpcReceiver
+    from luckrate.service.receiver_http import HttpReceiver
+
+    intake = Intake(lambda batch: None, SpanBudget(1000), lambda *a, **k: None)
+    first = GrpcReceiver(Endpoint("127.0.0.1", 0), intake, max_request_bytes=LIMIT, retry_after=1)
+    first.start()
+    try:
+        taken = Endpoint("127.0.0.1", first.port)
+        if second == "grpc":
+            other = GrpcReceiver(taken, intake, max_request_bytes=LIMIT, retry_after=1)
+        elif second == "http":
+            other = HttpReceiver(taken, intake, max_request_bytes=LIMIT, retry_after=1)
+        else:
+            other = MetricsServer(taken, PrometheusReader())
+        with pytest.raises(OSError, match=f"{second} 127.0.0.1:{first.port}: cannot bind"):
+            other.start()
+        other.shutdown()
+    finally:
+        first.shutdown(0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 
@@ -104,3 +105,46 @@ def test_verdict_log_bounds_echoed_values(tmp_path):
     line = json.loads((tmp_path / "v.jsonl").read_text())
     assert len(line["agent"]) == MAX_ECHO + 1 and len(line["violations"][0]["detail"]) == MAX_ECHO + 1
     assert (line["output"], line["spec"]) == ("pass", "spec")
+
+
+@pytest.mark.parametrize("every_run, logged", [(False, ["forbidden", "tainted"]),
+                                               (True, ["clean", "forbidden", "tainted"])])
+def test_verdict_log_all_writes_clean_runs_too(traces, tmp_path, every_run, logged):
+    # A clean trace left no line: nobody could confirm it had been graded.
+    log = tmp_path / "v.jsonl"
+    worker, _, _ = rig(verdict_log=VerdictLog(log, every_run=every_run))
+    for t in traces:
+        worker.handle(t)
+    worker.stop(timeout=5)
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    kinds = ["clean" if not line["violations"] else
+             "tainted" if line["violations"][0]["check"] == "taint" else "forbidden" for line in lines]
+    assert sorted(kinds) == logged
+    assert {line["trace_id"] for line in lines} <= {t.trace_id.hex() for t in traces}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_verdict_log_all_reaches_every_grading_process(tmp_path, workers):
+    """The flag is read where grading happens: in the receiving process, or in each grading process."""
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+    from luckrate.service.app import add_arguments, build, config_from_args
+    from tests.service.harness import wait_until
+
+    log = tmp_path / "v.jsonl"
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--spec", str(SPEC), "--grpc", "127.0.0.1:0", "--http", "off", "--prometheus",
+                              "127.0.0.1:0", "--root-grace", "0.05", "--workers", str(workers),
+                              "--verdict-log", str(log), "--verdict-log-all"])
+    svc = build(config_from_args(args), SPECS)
+    svc.start()
+    try:
+        spans = record_runs(runs(["clean", "clean", "forbidden"]))
+        OTLPSpanExporter(endpoint=f"http://127.0.0.1:{svc.receivers[0].port}", insecure=True).export(spans)
+        wait_until(lambda: total(parse_metrics(svc.metrics.reader.render()), "luckrate_runs_total") == 3,
+                   "the three runs to be graded")
+    finally:
+        assert svc.stop(20)
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert sorted(len(line["violations"]) for line in lines) == [0, 0, 1]

@@ -11,6 +11,7 @@ among the steps) and ``model_turns`` (one entry per step: the model turn that is
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
@@ -21,63 +22,113 @@ from luckrate.core.step import AGENT, USER, Message, Step, Trajectory, numbered
 
 _STEP_FIELDS = {"index", "tool", "args", "result", "error", "t", "duration", "agent", "call_id"}
 _RUN_FIELDS = {"id", "case", "agent", "input", "output_ok", "steps", "content", "error", "messages", "model_turns"}
+_MESSAGE_FIELDS = {"role", "text", "before_step"}
+
+Problems = list[tuple[str, str]]
+"""``(location inside the run, message)``; the location is "" for the run itself."""
 
 
 def trajectory_from_dict(obj: Any) -> Trajectory:
-    """Build a trajectory from the file form; raise InvalidInput naming the field at fault."""
+    """Build a trajectory from the file form; raise InvalidInput naming every field at fault.
+
+    An unknown key is a problem (with the closest known key suggested), not dropped: a misspelt
+    ``"stpes"`` would otherwise grade the run as having no steps.
+    """
     if not isinstance(obj, dict):
         raise InvalidInput(f"expected a JSON object, got {type(obj).__name__}")
     run_id = obj.get("id")
     if not isinstance(run_id, str) or not run_id:
         raise InvalidInput("missing 'id' (a non-empty string)")
+    problems: Problems = []
+    _unknown_keys(obj, _RUN_FIELDS, "", problems)
     steps = obj.get("steps", [])
     if not isinstance(steps, list):
-        raise InvalidInput(f"run {run_id!r}: 'steps' must be a list")
+        problems.append(("", f"'steps' must be a list, got {_json_type(steps)}"))
+        steps = []
     output_ok = obj.get("output_ok")
     if output_ok is not None and not isinstance(output_ok, bool):
-        raise InvalidInput(f"run {run_id!r}: 'output_ok' must be true, false or null")
+        problems.append(("", "'output_ok' must be true, false or null"))
+    content = obj.get("content", True)
+    if not isinstance(content, bool):
+        problems.append(("", f"'content' must be true or false, got {_json_type(content)}"))
     user_input = obj.get("input", "")
     if isinstance(user_input, list) and all(isinstance(x, str) for x in user_input):
         user_input = tuple(user_input)
     elif not isinstance(user_input, str):
-        raise InvalidInput(f"run {run_id!r}: 'input' must be a string or a list of strings")
+        problems.append(("", "'input' must be a string or a list of strings"))
     for key in ("case", "agent", "error"):
         if obj.get(key) is not None and not isinstance(obj[key], str):
-            raise InvalidInput(f"run {run_id!r}: '{key}' must be a string or null")
-    messages = _messages(obj.get("messages", []), run_id, len(steps))
+            problems.append(("", f"'{key}' must be a string or null"))
+    built = [_step(s, i, problems) for i, s in enumerate(steps)]
+    messages = _messages(obj.get("messages", []), len(steps), problems)
+    model_turns = _model_turns(obj.get("model_turns", []), len(steps), problems)
+    if problems:
+        raise _invalid(run_id, problems)
     if "input" not in obj and messages:
         user_input = tuple(m.text for m in messages if m.role == USER)
     return Trajectory(
         id=run_id,
-        steps=numbered([_step(s, run_id, i) for i, s in enumerate(steps)]),
+        steps=numbered([s for s in built if s is not None]),
         messages=messages,
-        model_turns=_model_turns(obj.get("model_turns", []), run_id, len(steps)),
+        model_turns=model_turns,
         case=obj.get("case"),
         agent=obj.get("agent"),
         input=user_input,
         output_ok=output_ok,
-        content=bool(obj.get("content", True)),
+        content=content,
         error=obj.get("error"),
     )
 
 
-def _step(obj: Any, run_id: str, i: int) -> Step:
-    where = f"run {run_id!r} steps[{i}]"
+def _invalid(run_id: str, problems: Problems) -> InvalidInput:
+    """One problem as ``run 'x' steps[0]: ...``; several as ``2 problems in run 'x'`` and one line each."""
+    if len(problems) == 1:
+        where, message = problems[0]
+        return InvalidInput(f"run {run_id!r}{' ' + where if where else ''}: {message}")
+    lines = [f"  {where}: {message}" if where else f"  {message}" for where, message in problems]
+    return InvalidInput("\n".join([f"{len(problems)} problems in run {run_id!r}", *lines]))
+
+
+def _unknown_keys(obj: dict, known: set[str], where: str, problems: Problems) -> None:
+    for key in obj:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            problems.append((where, f"unknown key {str(key)[:100]!r}{hint}"))
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of a value's type, for "must be ..., got string"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return {str: "string", int: "number", float: "number", list: "array", dict: "object"}.get(
+        type(value), type(value).__name__)
+
+
+def _step(obj: Any, i: int, problems: Problems) -> Step | None:
+    where = f"steps[{i}]"
     if not isinstance(obj, dict):
-        raise InvalidInput(f"{where}: expected an object")
+        problems.append((where, "expected an object"))
+        return None
+    before = len(problems)
+    _unknown_keys(obj, _STEP_FIELDS, where, problems)
     tool = obj.get("tool")
     if not isinstance(tool, str) or not tool:
-        raise InvalidInput(f"{where}: missing 'tool' (a non-empty string)")
+        problems.append((where, "missing 'tool' (a non-empty string)"))
     args = obj.get("args") or {}
     if not isinstance(args, dict):
-        raise InvalidInput(f"{where}: 'args' must be an object")
+        problems.append((where, "'args' must be an object"))
     for key in ("result", "error", "agent", "call_id"):
         if obj.get(key) is not None and not isinstance(obj[key], str):
-            raise InvalidInput(f"{where}: '{key}' must be a string or null")
+            problems.append((where, f"'{key}' must be a string or null"))
     for key in ("t", "duration"):
         value = obj.get(key, 0.0)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InvalidInput(f"{where}: '{key}' must be a number")
+            problems.append((where, f"'{key}' must be a number"))
+    if len(problems) > before:
+        return None
     return Step(
         index=i,
         tool=tool,
@@ -91,34 +142,40 @@ def _step(obj: Any, run_id: str, i: int) -> Step:
     )
 
 
-def _messages(value: Any, run_id: str, steps: int) -> tuple[Message, ...]:
+def _messages(value: Any, steps: int, problems: Problems) -> tuple[Message, ...]:
     if not isinstance(value, list):
-        raise InvalidInput(f"run {run_id!r}: 'messages' must be a list")
+        problems.append(("", "'messages' must be a list"))
+        return ()
     out, last = [], 0
     for i, m in enumerate(value):
-        where = f"run {run_id!r} messages[{i}]"
+        where = f"messages[{i}]"
         if not isinstance(m, dict):
-            raise InvalidInput(f"{where}: expected an object")
+            problems.append((where, "expected an object"))
+            continue
+        before = len(problems)
+        _unknown_keys(m, _MESSAGE_FIELDS, where, problems)
         if m.get("role") not in (USER, AGENT):
-            raise InvalidInput(f"{where}: 'role' must be \"user\" or \"agent\"")
+            problems.append((where, "'role' must be \"user\" or \"agent\""))
         if not isinstance(m.get("text"), str):
-            raise InvalidInput(f"{where}: missing 'text' (a string)")
+            problems.append((where, "missing 'text' (a string)"))
         at = m.get("before_step")
         if isinstance(at, bool) or not isinstance(at, int) or not last <= at <= steps:
-            raise InvalidInput(f"{where}: 'before_step' must be an integer from {last} to {steps} (messages in order)")
-        out.append(Message(m["role"], m["text"], at))
-        last = at
+            problems.append((where, f"'before_step' must be an integer from {last} to {steps} (messages in order)"))
+        elif len(problems) == before:
+            out.append(Message(m["role"], m["text"], at))
+            last = at
     return tuple(out)
 
 
-def _model_turns(value: Any, run_id: str, steps: int) -> tuple[int | None, ...]:
+def _model_turns(value: Any, steps: int, problems: Problems) -> tuple[int | None, ...]:
     if value == []:
         return ()
     if not isinstance(value, list) or len(value) != steps:
-        raise InvalidInput(f"run {run_id!r}: 'model_turns' must be a list with one entry per step ({steps})")
+        problems.append(("", f"'model_turns' must be a list with one entry per step ({steps})"))
+        return ()
     for i, turn in enumerate(value):
         if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int)):
-            raise InvalidInput(f"run {run_id!r} model_turns[{i}]: must be an integer or null")
+            problems.append((f"model_turns[{i}]", "must be an integer or null"))
     return tuple(value)
 
 

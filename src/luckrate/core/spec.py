@@ -57,6 +57,34 @@ class InvalidSpec(ValueError):
         super().__init__("\n".join(lines))
 
 
+class SpecFileError(InvalidSpec):
+    """A Python spec file that raised while loading (a SyntaxError, an ImportError, any exception):
+    ``path:line: SyntaxError: message``, the line being the spec file's own where it is known."""
+
+    def __init__(self, path: str, error: Exception):
+        line = _spec_line(path, error)
+        detail = error.msg if isinstance(error, SyntaxError) else str(error)
+        where = f"{path}:{line}" if line else path
+        super().__init__(path, [(where, f"{type(error).__name__}: {detail}" if detail else type(error).__name__)])
+
+    def __str__(self) -> str:
+        where, message = self.problems[0]
+        return f"{where}: {message}"
+
+
+def _spec_line(path: str, error: Exception) -> int | None:
+    """The line in ``path`` where ``error`` arose: the SyntaxError's own, else the deepest frame in the file."""
+    if isinstance(error, SyntaxError) and error.filename == path:
+        return error.lineno
+    line = None
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
 @dataclass(frozen=True)
 class Spec:
     """A validated spec. Tool sets are frozensets; ``tools`` empty means no vocabulary was declared."""
@@ -415,7 +443,8 @@ def load_specs(path: str | Path) -> dict[str, Spec]:
 
     A Python spec file runs when loaded: it is trusted configuration. Where the channel that
     delivers specs is not trusted, use JSON (``{"SPEC": {...}}``, ``{"SPECS": {...}}`` or a bare spec).
-    Raises InvalidSpec for a bad spec and OSError for an unreadable file.
+    Raises InvalidSpec for a bad spec (SpecFileError when a Python file raises while loading) and OSError
+    for an unreadable file.
     """
     path = Path(path)
     if path.suffix == ".json":
@@ -432,7 +461,11 @@ def load_specs(path: str | Path) -> dict[str, Spec]:
         return specs_from_object(obj, str(path))
     if not path.is_file():
         raise FileNotFoundError(f"spec file not found: {path}")
-    return specs_from_object(runpy.run_path(str(path)), str(path))
+    try:
+        obj = runpy.run_path(str(path))
+    except Exception as e:  # the spec's own code failed: bad input (exit 2), not a failed gate (exit 1)
+        raise SpecFileError(str(path), e) from None
+    return specs_from_object(obj, str(path))
 
 
 def spec_for(specs: Mapping[str, Spec], agent: str | None) -> Spec | None:

@@ -63,6 +63,8 @@ _FLAGS = (
     ("--output-evaluation", "output_evaluation", str, "gen_ai.evaluation.result name that decides output_ok"),
     ("--output-threshold", "output_threshold", float, "evaluation score at or above which the output passes"),
     ("--verdict-log", "verdict_log", str, "JSON Lines file of graded traces with violations"),
+    ("--verdict-log-all", "verdict_log_all", bool,
+     "with --verdict-log: a line for every graded trace, clean ones too (\"violations\": [])"),
     ("--otlp-logs", "otlp_logs", str,
      "send verdicts as gen_ai.evaluation.result log events over OTLP/HTTP to this URL (…/v1/logs)"),
     ("--verdict-events", "verdict_events", str, "with --otlp-logs: violations (default) or all graded runs"),
@@ -79,7 +81,10 @@ _FLAGS = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Every flag defaults to None so that only flags really given override the config file."""
     for flag, key, kind, help_text in _FLAGS:
-        parser.add_argument(flag, dest=key or "config", type=kind, default=None, help=help_text)
+        if kind is bool:  # a switch: given = True, absent = None (the config file's value stands)
+            parser.add_argument(flag, dest=key, action="store_const", const=True, default=None, help=help_text)
+        else:
+            parser.add_argument(flag, dest=key or "config", type=kind, default=None, help=help_text)
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
 
 
@@ -178,7 +183,8 @@ def build(cfg: ServiceConfig, specs) -> Service:
         events = verdict_events(cfg, telemetry.add) if cfg.otlp_logs else None
         tally = Tally()  # the grader thread counts in plain dicts; the SDK sees a sum every tally.REPORT_EVERY s
         worker = Worker(specs, lambda spans: trajectory_from_spans(spans, rule), tally, release=budget.release,
-                        verdict_log=VerdictLog(cfg.verdict_log) if cfg.verdict_log else None, events=events,
+                        verdict_log=VerdictLog(cfg.verdict_log, cfg.verdict_log_all) if cfg.verdict_log else None,
+                        events=events,
                         flush=lambda: apply(tally.cut([]), telemetry))
         limits = Limits.from_config(cfg)
         loop = AssemblerLoop(Assembler(worker.submit, limits=limits, count=telemetry.add, release=budget.release),

@@ -86,6 +86,8 @@ class ServiceConfig:
     """With ``output_evaluation``: a score at or above this passes when the event has no known label."""
     verdict_log: str | None = None
     """JSON Lines file: one line per graded trace with violations."""
+    verdict_log_all: bool = False
+    """With ``verdict_log``: a line for every graded trace, clean ones too, so each can be seen graded."""
     otlp_logs: str | None = None
     """OTLP/HTTP logs URL (e.g. ``http://collector:4318/v1/logs``): verdicts as ``gen_ai.evaluation.result``
     log events on the graded trace's root span; None = none sent."""
@@ -120,6 +122,7 @@ _POSITIVE_INTS = ("max_spans_per_trace", "max_buffered_spans", "max_request_byte
                   "retry_after", "http_max_connections")
 _STRINGS = ("spec", "output_attribute")
 _CHOICES = {"verdict_events": ("violations", "all")}
+_BOOLS = ("verdict_log_all",)
 _OPTIONAL_STRINGS = ("otlp_metrics", "otlp_logs", "output_evaluation", "verdict_log", "tls_cert", "tls_key",
                      "tls_client_ca", "bearer_token_file")
 
@@ -160,6 +163,10 @@ def _check(key: str, value: Any, problems: list[tuple[str, str]]) -> Any:
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise ValueError(f"expected a number, got {value!r}")
             return None if value is None else float(value)
+        if key in _BOOLS:
+            if not isinstance(value, bool):
+                raise ValueError(f"expected true or false, got {value!r}")
+            return value
         if key in _CHOICES:
             if value not in _CHOICES[key]:
                 raise ValueError(f"expected one of {', '.join(_CHOICES[key])}, got {value!r}")
@@ -260,6 +267,8 @@ def finalize(cfg: ServiceConfig, source: str = "", env: Mapping[str, str] | None
         url = getattr(cfg, key)
         if url and not url.startswith(("http://", "https://")):
             problems.append((key, f"expected an http(s) URL, got {url!r}"))
+    if cfg.verdict_log_all and not cfg.verdict_log:
+        problems.append(("verdict_log_all", "needs verdict_log, the file to write (--verdict-log FILE)"))
     if cfg.grpc is None and cfg.http is None:
         problems.append(("grpc", "both receivers are off: nothing would receive spans"))
     token = _token(cfg, env, problems)

@@ -28,7 +28,8 @@ from luckrate.service.worker import VerdictLog, Worker
 class _HeldLines(VerdictLog):
     """A worker's verdict log: lines wait for the next report (one process writes the file)."""
 
-    def __init__(self) -> None:
+    def __init__(self, every_run: bool = False) -> None:
+        self.every_run = every_run
         self.lines: list[str] = []
 
     def write_line(self, text: str) -> None:
@@ -63,7 +64,7 @@ def worker_main(cfg: ServiceConfig, index: int, inbox, outbox, log_level: int = 
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.basicConfig(level=log_level, format=f"%(asctime)s %(levelname)s %(name)s[worker {index}]: %(message)s")
     specs = load_specs(cfg.spec)
-    tally, lines = Tally(), _HeldLines()
+    tally, lines = Tally(), _HeldLines(cfg.verdict_log_all)
     rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation,
                       threshold=cfg.output_threshold)
     events = verdict_events(cfg, tally.add) if cfg.otlp_logs else None  # each grading process exports its own

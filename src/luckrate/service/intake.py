@@ -77,6 +77,7 @@ class Intake:
         grading processes as is, rather than encoded again)."""
         # Reserve buffer space before compacting: a saturated server otherwise spent most of its CPU
         # compacting retried requests only to throw the records away (the README's Benchmarks section).
+        self._count("luckrate.requests.received", 1, transport=transport)  # an export with no spans counts here
         judged = judge_spans(request, self._owners)
         usable, rejected = judged.usable, judged.rejected
         bad = sum(r.count for r in rejected)

@@ -86,7 +86,9 @@ def _family(metric, openmetrics: bool = False) -> Iterable[str]:
     name = prometheus_name(inst)
     data = metric.data
     ptype = {"counter": "counter", "updown": "gauge", "histogram": "histogram"}[inst.kind]
-    base = name[: -len("_total")] if ptype == "counter" else name
+    # A counter's HELP and TYPE name its family: ``x`` in OpenMetrics (samples ``x_total``), the sample name
+    # ``x_total`` itself in the text format 0.0.4 (promtool says "no help text" for ``x``).
+    base = name[: -len("_total")] if ptype == "counter" and openmetrics else name
     yield f"# HELP {base} {_escape_help(metric.description or inst.description)}"
     yield f"# TYPE {base} {ptype}"
     for point in data.data_points:
@@ -182,7 +184,10 @@ class MetricsServer:
             def log_message(self, format: str, *args) -> None:
                 log.debug("metrics: " + format, *args)
 
-        self._server = ThreadingHTTPServer((self.endpoint.host, self.endpoint.port), Handler)
+        try:
+            self._server = ThreadingHTTPServer((self.endpoint.host, self.endpoint.port), Handler)
+        except OSError as e:
+            raise OSError(e.errno, f"prometheus {self.endpoint}: cannot bind ({e.strerror})") from None
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.1,), name="luckrate-metrics",
                                         daemon=True)

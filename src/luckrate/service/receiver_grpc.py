@@ -9,6 +9,7 @@ want the refusal counted).
 from __future__ import annotations
 
 import collections
+import errno
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
@@ -70,8 +71,11 @@ class GrpcReceiver:
     def start(self) -> None:
         self._server = grpc.server(
             ThreadPoolExecutor(self._workers, thread_name_prefix="luckrate-grpc"),
+            # so_reuseport off: with it on (gRPC's default) a second server on the same port starts too, and
+            # the kernel splits connections between them, so each grades half of every trace.
             options=[("grpc.max_receive_message_length", self._max),
-                     ("grpc.max_send_message_length", MAX_RESPONSE)])
+                     ("grpc.max_send_message_length", MAX_RESPONSE),
+                     ("grpc.so_reuseport", 0)])
         export = grpc.unary_unary_rpc_method_handler(
             self._export, response_serializer=ExportTraceServiceResponse.SerializeToString)
         check = grpc.unary_unary_rpc_method_handler(
@@ -81,10 +85,14 @@ class GrpcReceiver:
             grpc.method_handlers_generic_handler(HEALTH_SERVICE, {"Check": check}),
         ))
         address = str(self.endpoint)
-        if self._credentials is not None:
-            self.port = self._server.add_secure_port(address, self._credentials)
-        else:
-            self.port = self._server.add_insecure_port(address)
+        try:
+            if self._credentials is not None:
+                self.port = self._server.add_secure_port(address, self._credentials)
+            else:
+                self.port = self._server.add_insecure_port(address)
+        except RuntimeError:  # grpcio says only "Failed to bind"; the usual cause is another listener
+            self._server = None
+            raise OSError(errno.EADDRINUSE, f"grpc {address}: cannot bind (address in use or not available)") from None
         self._server.start()
         self.serving = True
 

@@ -89,7 +89,10 @@ class HttpReceiver:
         self.ready = False
 
     def start(self) -> None:
-        self._server = CappedServer((self.endpoint.host, self.endpoint.port), _handler(self))
+        try:
+            self._server = CappedServer((self.endpoint.host, self.endpoint.port), _handler(self))
+        except OSError as e:
+            raise OSError(e.errno, f"http {self.endpoint}: cannot bind ({e.strerror})") from None
         self._server.tls = self._tls
         self._server.slots = threading.BoundedSemaphore(self.max_connections)
         self._server.refuse = self._refuse_connection

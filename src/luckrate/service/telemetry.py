@@ -70,6 +70,8 @@ INSTRUMENTS: tuple[Instrument, ...] = (
     Instrument("luckrate.spans.assembled", "counter", "{span}", "Spans handed to the grader inside completed traces"),
     Instrument("luckrate.spans.lost", "counter", "{span}",
                "Accepted spans lost before grading: the grading process holding them died", ("reason",)),
+    Instrument("luckrate.requests.received", "counter", "{request}",
+               "Export requests decoded, including ones with no spans", ("transport",)),
     Instrument("luckrate.requests.refused", "counter", "{request}",
                "Export requests or HTTP connections refused whole (too large, undecodable, unauthenticated, bad media "
                "type, buffer full, over the connection cap, request deadline passed)",
@@ -106,6 +108,7 @@ ZERO_SERIES: tuple[tuple[str, tuple[dict[str, str], ...]], ...] = (
     ("luckrate.spans.late", ({},)),
     ("luckrate.spans.assembled", ({},)),
     ("luckrate.spans.lost", tuple({"reason": r} for r in LOSS_REASONS)),
+    ("luckrate.requests.received", tuple({"transport": t} for t in TRANSPORTS)),
     ("luckrate.requests.refused", tuple({"transport": t, "reason": r} for t in TRANSPORTS for r in REFUSAL_REASONS)),
     ("luckrate.traces.completed", tuple({"reason": r} for r in COMPLETION_REASONS)),
     ("luckrate.traces.ungraded", tuple({"reason": r} for r in UNGRADED_REASONS)),

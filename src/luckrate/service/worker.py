@@ -35,9 +35,11 @@ def _bounded(value: Any, limit: int = MAX_ECHO) -> Any:
 
 
 class VerdictLog:
-    """JSON Lines, one line per graded trace that has violations; written by the worker thread only."""
+    """JSON Lines, one line per graded trace that has violations (with ``every_run``, per graded trace:
+    a clean one has ``"violations": []``); written by the worker thread only."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, every_run: bool = False):
+        self.every_run = every_run
         self._file = open(path, "a", encoding="utf-8")
 
     def write(self, g: RunGrade, spec_label: str) -> None:
@@ -147,7 +149,7 @@ class Worker:
         g = grade(traj, spec)
         root = trace.root_span_id
         self._telemetry.run(g, spec, spec.name, trace=(trace.trace_id, root))
-        if self._verdicts is not None and g.violations:
+        if self._verdicts is not None and (g.violations or self._verdicts.every_run):
             self._verdicts.write(g, spec.name)
         if self._events is not None:
             self._events.publish(g, spec.name, trace.trace_id, root)

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from google.protobuf import json_format
+from google.protobuf import json_format, unknown_fields
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -22,6 +22,8 @@ def request_from_protobuf(body: bytes) -> ExportTraceServiceRequest:
         req.ParseFromString(body)
     except (DecodeError, RecursionError, ValueError) as e:
         raise InvalidInput(f"undecodable OTLP protobuf ({e or type(e).__name__})") from None
+    if not req.resource_spans and len(unknown_fields.UnknownFieldSet(req)):
+        raise InvalidInput("not an OTLP trace export: no resource_spans (field 1), only unknown fields")
     return req
 
 
@@ -35,6 +37,7 @@ def request_from_json(body: bytes | str) -> ExportTraceServiceRequest:
         raise InvalidInput(f"undecodable OTLP/JSON ({str(e)[:200]})") from None
     if not isinstance(doc, dict):
         raise InvalidInput(f"OTLP/JSON must be an object, got {type(doc).__name__}")
+    _check_top_level(doc)
     try:
         _hex_ids_to_base64(doc)
         req = ExportTraceServiceRequest()
@@ -44,6 +47,19 @@ def request_from_json(body: bytes | str) -> ExportTraceServiceRequest:
         # SystemError: protobuf's upb raises it for a field name holding a lone surrogate ("\ud800").
         raise InvalidInput(f"invalid OTLP/JSON ({str(e)[:200]})") from None
     return req
+
+
+_TOP_LEVEL = ("resourceSpans", "resource_spans")
+
+
+def _check_top_level(doc: dict[str, Any]) -> None:
+    """Refuse an object that is not an export at all (``{"hello": "world"}``, a trajectory-form run).
+
+    ``{}`` is a legal empty export. Unknown keys beside ``resourceSpans`` are ignored, as OTLP requires of
+    receivers (a newer sender's fields); without ``resourceSpans`` nothing says the body is OTLP."""
+    if doc and not any(key in doc for key in _TOP_LEVEL):
+        keys = ", ".join(repr(str(k)[:40]) for k in list(doc)[:5])
+        raise InvalidInput(f"not an OTLP trace export: unknown top-level key(s) {keys} (expected 'resourceSpans')")
 
 
 def _hex_ids_to_base64(doc: dict[str, Any]) -> None:
