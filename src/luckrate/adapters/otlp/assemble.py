@@ -7,7 +7,7 @@ from typing import Any
 
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp.conventions import CONVENTIONS, classify, input_messages, output_messages
-from luckrate.adapters.otlp.join import Call, join, requests_from
+from luckrate.adapters.otlp.join import Call, Response, join, requests_from
 from luckrate.adapters.otlp.messages import Message, user_texts
 from luckrate.adapters.otlp.output import OutputRule, output_ok
 from luckrate.adapters.otlp.payloads import parse_args, result_text
@@ -54,7 +54,8 @@ class _Assembly:
         calls, captured = self._tool_calls()
         models = [(r, output_messages(r) or [], self.agent_of(r)) for r in self._spans(ModelRole)]
         answers = {r.span_id for r in self._spans(ToolRole) if self.roles[r.span_id].answer}
-        joined = sorted(join(calls, requests_from(models), self._responses()), key=lambda c: c.key)
+        joined = sorted(join(calls, requests_from(models), self._responses(), self._inputs_seen()),
+                        key=lambda c: c.key)
         others = [r for r in self.tree.spans if not isinstance(self.roles[r.span_id], ModelRole)]
         joined = [c for c in joined if c.key[2] not in answers]  # the answer call, and the request it answered
         messages = conversation([(m[0], self._inputs(m[0]), m[1]) for m in models], [c.start_ns for c in joined],
@@ -132,15 +133,20 @@ class _Assembly:
             agent=call.agent, call_id=call.call_id,
         )
 
-    def _responses(self) -> dict[str, Any]:
-        """Tool results the models were sent, by call id (for calls with no tool span)."""
-        out: dict[str, Any] = {}
-        for rec in self._spans(ModelRole):
+    def _responses(self) -> dict[str, Response]:
+        """Tool results the models were sent, by call id (for calls with no tool span): the first model
+        call (in start order) whose input holds one is where the result came back."""
+        out: dict[str, Response] = {}
+        for rec in sorted(self._spans(ModelRole), key=lambda r: (r.start_ns, r.end_ns, r.span_id)):
             for message in self._inputs(rec) or ():
                 for call_id, result in message.responses:
-                    if call_id:
-                        out.setdefault(call_id, result)
+                    if call_id and call_id not in out:
+                        out[call_id] = Response(result, call_id in message.failed, rec.start_ns)
         return out
+
+    def _inputs_seen(self) -> bool:
+        """Whether any model call recorded its input messages (so a result that never came back shows)."""
+        return any(self._inputs(r) is not None for r in self._spans(ModelRole))
 
     def _root_agent(self) -> str | None:
         named = [r for r in self._spans(AgentRole) if self._agent_name(r)]

@@ -66,17 +66,40 @@ def requests_from(models: Sequence[tuple[SpanRecord, list[Message], str | None]]
     return out
 
 
-def join(calls: list[Call], requests: list[_Request], responses: dict[str, Any]) -> list[Call]:
-    """Calls with ids and arguments completed from their requests, plus the unanswered requests."""
+@dataclass(frozen=True)
+class Response:
+    """A tool result a model call was sent (a ``tool`` message in its input), by call id."""
+
+    result: Any
+    failed: bool
+    """Marked failed by the convention's own marker (messages.marked_failed), never by its words."""
+    at_ns: int
+    """Start of the first model call whose input holds it: the tool ran before then."""
+
+
+def join(calls: list[Call], requests: list[_Request], responses: dict[str, Response],
+         inputs_seen: bool = True) -> list[Call]:
+    """Calls with ids and arguments completed from their requests, plus the requests no tool span
+    answers whose result came back (a ``tool`` message with the call id in a later model input): the
+    model asked and the caller ran it, the trace just has no span for the execution. Such a step runs
+    from the end of the model call that asked to the start of the one that was sent the result, and
+    fails when the result is marked failed. A request whose result never came back is not a step (the
+    tool may never have run); with no model input recorded at all (``inputs_seen`` False) nothing can
+    show a result, and a request without a call id cannot be matched to one: both stay steps."""
     index = _Index(requests)
     joined = [_join_one(c, index) for c in sorted(calls, key=lambda c: c.key)]
     for req in requests:
         if req.taken:
             continue
-        result, _ = result_text(responses.get(req.call_id)) if req.call_id else (None, False)
-        end = req.model.end_ns
-        joined.append(Call(req.tool, req.args, req.parsed, req.captured, result, None, end, end,
-                           (end, end, req.model.span_id, req.position), req.agent, req.call_id, req.model.span_id))
+        response = responses.get(req.call_id) if req.call_id else None
+        if response is None and req.call_id and inputs_seen:
+            continue
+        result, reported = result_text(response.result) if response is not None else (None, False)
+        error = (result or "error") if response is not None and (response.failed or reported) else None
+        start = req.model.end_ns
+        end = max(start, response.at_ns) if response is not None else start
+        joined.append(Call(req.tool, req.args, req.parsed, req.captured, result, error, start, end,
+                           (start, end, req.model.span_id, req.position), req.agent, req.call_id, req.model.span_id))
     return joined
 
 
