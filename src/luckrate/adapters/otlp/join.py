@@ -3,8 +3,9 @@
 Several instrumentations put no call id on the tool span (OpenInference and Traceloop on LangGraph,
 both Agents SDK bridges). The model span's output messages list the requested calls; join by call id
 when both sides have one, else by tool name, arguments and order (the earliest open request of that
-name made before the tool started). A join fills in the call id and, where the tool span recorded
-no arguments or only a bare value, the model's arguments. Requested calls that no tool span answers
+name made before the tool started). A join fills in the call id, where the tool span recorded
+no arguments or only a bare value the model's arguments, and where it recorded no result the result
+the model was sent. Requested calls that no tool span answers
 still become steps: the model asked, the trace just has no span for the execution.
 """
 
@@ -87,7 +88,7 @@ def join(calls: list[Call], requests: list[_Request], responses: dict[str, Respo
     tool may never have run); with no model input recorded at all (``inputs_seen`` False) nothing can
     show a result, and a request without a call id cannot be matched to one: both stay steps."""
     index = _Index(requests)
-    joined = [_join_one(c, index) for c in sorted(calls, key=lambda c: c.key)]
+    joined = [_join_one(c, index, responses) for c in sorted(calls, key=lambda c: c.key)]
     for req in requests:
         if req.taken:
             continue
@@ -119,7 +120,7 @@ class _Index:
         self.by_name[req.tool].remove(req)
 
 
-def _join_one(call: Call, index: _Index) -> Call:
+def _join_one(call: Call, index: _Index, responses: dict[str, Response]) -> Call:
     req = _find(call, index)
     if req is None:
         return call
@@ -127,6 +128,11 @@ def _join_one(call: Call, index: _Index) -> Call:
     call = replace(call, model=req.model.span_id)
     if req.captured and (not call.args_captured or (not call.parsed and req.parsed)):
         call = replace(call, args=req.args, parsed=req.parsed, args_captured=True)
+    response = responses.get(req.call_id) if req.call_id else None
+    if response is not None and call.result is None:  # a tool span that records no result (MCP SDK's)
+        result, reported = result_text(response.result)
+        failed = response.failed or reported
+        call = replace(call, result=result, error=call.error or ((result or "error") if failed else None))
     return call if call.call_id or not req.call_id else replace(call, call_id=req.call_id)
 
 
