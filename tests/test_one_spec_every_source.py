@@ -141,15 +141,18 @@ MESSAGE_SOURCES = {
     "openai-v2-tool-loop": otlp_capture("openai-v2", "latest"),
     "mcp-sdk+openai-v2": otlp_capture("mcp", "sdk"),
     "mcp-traceloop+openai-v2": otlp_capture("mcp", "traceloop"),
+    "anthropic+traceloop-tool-loop": otlp_capture("anthropic"),
 }
-"""Hand-written tool loops over the official OpenAI client (no agent framework, so no agent span), captured
+"""Hand-written tool loops over the official OpenAI and Anthropic clients (no agent framework, so no agent span), captured
 with content on and off: the tools run by the loop itself (no tool spans: the steps come from the model's
 messages) or through an MCP session (the MCP SDK's own client and server spans; Traceloop's MCP spans)."""
 NAMES_WITHOUT_CONTENT = {"mcp-sdk+openai-v2", "mcp-traceloop+openai-v2"}
 """Message sources that record which tools ran with content off: the MCP spans. The OpenAI instrumentation
 records tool calls only in the messages, which content off leaves out."""
-CANNOT_MARK_FAILURES = {"openai-v2-tool-loop"}
-"""Chat completions' tool message has no error field: a loop can only say so in words, which are not read."""
+CANNOT_MARK_FAILURES = {"openai-v2-tool-loop", "anthropic+traceloop-tool-loop"}
+"""Sources whose records lose a failing tool's marker: chat completions' tool message has no error field
+(a loop can only say so in words, which are not read), and Traceloop's Anthropic instrumentation drops the
+``tool_result`` block's ``is_error`` when it writes the messages."""
 
 SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "langgraph-messages": langgraph_messages,
