@@ -9,6 +9,10 @@ script: the JS ones by a pinned Node script). Every source must yield exactly th
 expected (check, tool) pairs under examples/spec.py, with content capture on; with it off, the same
 tools in the same order and the same verdicts but taint (which needs the values), and no step lost.
 
+Hand-written tool loops over the model clients (no framework, no tool spans: the steps come from the model's
+messages) and the same loops running their tools over MCP are read from committed captures too, with the
+failing-loop scenario: a tool failing three times must read as failures where the source marks them.
+
 The policy scenarios (a confirmation given in a second user turn, a cancel without one, a refund of
 another order than the one looked up) run live on every source that runs here; CrewAI and n8n are
 captured outside CI and run where a capture exists: CrewAI has all but the confirmation given in a
@@ -143,8 +147,8 @@ MESSAGE_SOURCES = {
     "mcp-traceloop+openai-v2": otlp_capture("mcp", "traceloop"),
     "anthropic+traceloop-tool-loop": otlp_capture("anthropic"),
 }
-"""Hand-written tool loops over the official OpenAI and Anthropic clients (no agent framework, so no agent span), captured
-with content on and off: the tools run by the loop itself (no tool spans: the steps come from the model's
+"""Hand-written tool loops over the official OpenAI and Anthropic clients (no agent framework, so no agent
+span), captured with content on and off: the tools run by the loop itself (no tool spans: the steps come from the model's
 messages) or through an MCP session (the MCP SDK's own client and server spans; Traceloop's MCP spans)."""
 NAMES_WITHOUT_CONTENT = {"mcp-sdk+openai-v2", "mcp-traceloop+openai-v2"}
 """Message sources that record which tools ran with content off: the MCP spans. The OpenAI instrumentation
@@ -245,8 +249,9 @@ def test_a_failing_loop_reads_as_failures_not_repeats(source, content):
 def test_message_sources_name_input_calls_and_ids(source, scenario):
     traj = MESSAGE_SOURCES[source](scenario)
     assert (traj.agent, traj.input, traj.output_ok, traj.content) == (None, scenario.user, True, True)
+    ids = [f"call_{i}_{n}" for i, turn in enumerate(scenario.turns) for n, _ in enumerate(turn)]
     assert [(s.tool, s.args, s.result, s.call_id) for s in traj.steps] == [
-        (c.tool, c.args, c.result, f"call_{i}_{n}") for i, turn in enumerate(scenario.turns) for n, c in enumerate(turn)]
+        (c.tool, c.args, c.result, call_id) for c, call_id in zip(scenario.calls, ids)]
     models = sorted(traj.model_turns)
     assert list(traj.model_turns) == models and len(set(models)) == len(scenario.turns)
 

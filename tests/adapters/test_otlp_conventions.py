@@ -293,13 +293,13 @@ def test_steps_from_messages_fail_by_the_conventions_marker(label, message, resu
 def test_anthropic_tool_results_in_traceloop_legacy_prompts():
     blocks = [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "down", "is_error": True},
               {"type": "tool_result", "tool_use_id": "toolu_2", "content": "sent"}]
+    asked = {"gen_ai__completion__0__role": "assistant"}
+    for n, (call_id, name, args) in enumerate([("toolu_1", "lookup_order", '{"order_id": "1"}'),
+                                               ("toolu_2", "send_email", '{"to": "x@y"}')]):
+        key = f"gen_ai__completion__0__tool_calls__{n}__"
+        asked.update({key + "id": call_id, key + "name": name, key + "arguments": args})
     spans = [_dots(span(1, None, "anthropic.chat", 0, 10, **{
-        "gen_ai__prompt__0__role": "user", "gen_ai__prompt__0__content": "Refund ORD-1",
-        "gen_ai__completion__0__role": "assistant",
-        "gen_ai__completion__0__tool_calls__0__id": "toolu_1", "gen_ai__completion__0__tool_calls__0__name": "lookup_order",
-        "gen_ai__completion__0__tool_calls__0__arguments": '{"order_id": "1"}',
-        "gen_ai__completion__0__tool_calls__1__id": "toolu_2", "gen_ai__completion__0__tool_calls__1__name": "send_email",
-        "gen_ai__completion__0__tool_calls__1__arguments": '{"to": "x@y"}'})),
+        "gen_ai__prompt__0__role": "user", "gen_ai__prompt__0__content": "Refund ORD-1", **asked})),
         _dots(span(2, None, "anthropic.chat", 20, 30, **{
             "gen_ai__prompt__0__role": "user", "gen_ai__prompt__0__content": "Refund ORD-1",
             "gen_ai__prompt__1__role": "user", "gen_ai__prompt__1__content": json.dumps(blocks)}))]
