@@ -341,6 +341,20 @@ def test_mcp_sdk_client_span_names_its_tool_in_its_span_name_and_its_server_span
         ("fetch", "c2", {"url": "u"}, "page", None, (S + 70) / 1e9)]
 
 
+def test_an_mcp_call_of_an_agent_run_inside_a_tool_is_its_own_step():
+    # An agent used as a tool: its MCP calls sit under the triage agent's tool span, but are the support
+    # agent's calls, not part of the handoff.
+    spans = [
+        agent(1, None, "triage"),
+        tool(2, 1, "transfer_to_support", 10, end=100, args="{}", result="done"),
+        agent(3, 2, "support", 20, 90),
+        span(4, 3, "tools/call lookup_order", 30, 40, mcp__method__name="tools/call",
+             gen_ai__tool__name="lookup_order", gen_ai__tool__call__arguments='{"order_id": "1"}'),
+    ]
+    traj = trajectory_from_spans([_dots(s) for s in spans])
+    assert [(s.tool, s.agent) for s in traj.steps] == [("transfer_to_support", "triage"), ("lookup_order", "support")]
+
+
 def test_traceloop_mcp_envelopes():
     spans = [span(1, None, "search.tool", 0, 10, status=2, message="boom", traceloop__span__kind="tool",
                   traceloop__entity__name="search",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -94,17 +95,18 @@ class _Assembly:
         role = self.roles[rec.span_id]
         return role.name if isinstance(role, AgentRole) and role.name else None
 
-    def _any_tool(self, rec: SpanRecord) -> SpanRecord | None:
-        return rec if isinstance(self.roles[rec.span_id], ToolRole) else None
+    def _tool_or_agent(self, rec: SpanRecord) -> SpanRecord | None:
+        return rec if isinstance(self.roles[rec.span_id], (ToolRole, AgentRole)) else None
 
     def _outermost(self, rec: SpanRecord) -> SpanRecord:
         """The tool span whose call an MCP span describes: its nearest enclosing tool span, walked up
         while that is an MCP span too (a server span under the client span under a framework's tool
-        span are one call); any other span describes its own call."""
+        span are one call). An agent span in between ends the walk: an agent run inside a tool (an
+        agent used as a tool) makes calls of its own. Any other span describes its own call."""
         node = rec
         while self.roles[node.span_id].mcp:
-            up = self.tree.nearest(node, self._any_tool, self._tool_memo)
-            if up is None:
+            up = self.tree.nearest(node, self._tool_or_agent, self._tool_memo)
+            if up is None or not isinstance(self.roles[up.span_id], ToolRole):
                 break
             node = up
         return node
@@ -117,18 +119,14 @@ class _Assembly:
         for rec in self._spans(ToolRole):
             groups.setdefault(self._outermost(rec).span_id, []).append(rec)
         calls: list[Call] = []
-        captured = False
         for top_id, members in groups.items():
             members.sort(key=lambda r: r.span_id != top_id)  # the outermost first, then tree order
             name = next((n for n in (self.roles[r.span_id].name for r in members) if n is not None), None)
             if name is None:
                 raise InvalidInput(f"span {members[0].span_hex}: tool span names no tool", self.where)
-            call = None
-            for rec in members:
-                part = self._call(rec, self.roles[rec.span_id], name)
-                captured = captured or part.args_captured or part.result is not None
-                call = part if call is None else _merge(call, part)
-            calls.append(call)
+            parts = [self._call(r, self.roles[r.span_id], name) for r in members]
+            calls.append(functools.reduce(_merge, parts))
+        captured = any(c.args_captured or c.result is not None for c in calls)
         return calls, captured
 
     def _call(self, rec: SpanRecord, role: ToolRole, name: str) -> Call:
