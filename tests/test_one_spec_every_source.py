@@ -143,17 +143,19 @@ UNNAMED_AGENTS = {"llama-index+openinference"}
 
 MESSAGE_SOURCES = {
     "openai-v2-tool-loop": otlp_capture("openai-v2", "latest"),
+    "openai-v2-tool-loop-span-and-event": otlp_capture("openai-v2", "latest-events"),  # off: EVENT_ONLY
     "mcp-sdk+openai-v2": otlp_capture("mcp", "sdk"),
     "mcp-traceloop+openai-v2": otlp_capture("mcp", "traceloop"),
     "anthropic+traceloop-tool-loop": otlp_capture("anthropic"),
 }
 """Hand-written tool loops over the official OpenAI and Anthropic clients (no agent framework, so no agent
-span), captured with content on and off: the tools run by the loop itself (no tool spans: the steps come from the model's
-messages) or through an MCP session (the MCP SDK's own client and server spans; Traceloop's MCP spans)."""
+span), captured with content on and off: the tools run by the loop itself (no tool spans: the steps come
+from the model's messages) or through an MCP session (the MCP SDK's own client and server spans;
+Traceloop's MCP spans)."""
 NAMES_WITHOUT_CONTENT = {"mcp-sdk+openai-v2", "mcp-traceloop+openai-v2"}
 """Message sources that record which tools ran with content off: the MCP spans. The OpenAI instrumentation
 records tool calls only in the messages, which content off leaves out."""
-CANNOT_MARK_FAILURES = {"openai-v2-tool-loop", "anthropic+traceloop-tool-loop"}
+CANNOT_MARK_FAILURES = {"openai-v2-tool-loop", "openai-v2-tool-loop-span-and-event", "anthropic+traceloop-tool-loop"}
 """Sources whose records lose a failing tool's marker: chat completions' tool message has no error field
 (a loop can only say so in words, which are not read), and Traceloop's Anthropic instrumentation drops the
 ``tool_result`` block's ``is_error`` when it writes the messages."""
@@ -242,6 +244,19 @@ def test_a_failing_loop_reads_as_failures_not_repeats(source, content):
     else:
         assert [s.failed for s in traj.steps] == [c.error is not None for c in FAILING_LOOP.calls]
         assert found == FAILING_LOOP.expected
+
+
+CONTENT_IN_LOGS_ONLY = {"openai-v2-tool-loop-default": otlp_capture("openai-v2", "default")}
+"""The OpenAI instrumentation on its default (v1.30) conventions writes content to log events only, with
+content on or off: the spans name no tool call (docs/instrumentations.md)."""
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "nocontent"])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("source", CONTENT_IN_LOGS_ONLY)
+def test_content_in_log_events_only_leaves_the_spans_without_steps(source, scenario, content):
+    traj = CONTENT_IN_LOGS_ONLY[source](scenario, content=content)
+    assert (traj.steps, traj.content, traj.input, traj.messages, traj.output_ok) == ((), False, "", (), True)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)

@@ -9,8 +9,9 @@ network, no LLM. See README.md here; each output file is one serialized ExportTr
 
 Modes (``MODES``), each run in its own process (the instrumentation reads them when instrumenting):
 ``latest`` (``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``; content on with
-``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY``, off by default) and ``default`` (the
-v1.30 conventions; content, when on, goes to log events only, so its spans are the same as content off).
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY``, off by default), ``latest-events``
+(``SPAN_AND_EVENT`` / ``EVENT_ONLY``) and ``default`` (the v1.30 conventions; content ``true`` / unset,
+written to log events only when on). Only spans are captured here.
 """
 
 from __future__ import annotations
@@ -37,12 +38,16 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Ask, Scenario  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
+LATEST = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
+CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 MODES = {
-    "latest": ({"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
-                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"},
-               {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}),
+    "latest": ({**LATEST, CONTENT: "SPAN_ONLY"}, LATEST),
+    "latest-events": ({**LATEST, CONTENT: "SPAN_AND_EVENT"}, {**LATEST, CONTENT: "EVENT_ONLY"}),
+    "default": ({CONTENT: "true"}, {}),
 }
-"""Mode -> (environment with content on, environment with content off)."""
+"""Mode -> (environment with content on, environment with content off). ``latest-events``' "off" is
+``EVENT_ONLY``: content in log events only, none in the spans. In ``default`` content goes to log events
+only, so its spans are those of content off whatever is set."""
 EXPORTER = InMemorySpanExporter()
 PROVIDER = TracerProvider()
 PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
