@@ -146,7 +146,7 @@ MESSAGE_SOURCES = {
     "openai-v2-tool-loop-span-and-event": otlp_capture("openai-v2", "latest-events"),  # off: EVENT_ONLY
     "mcp-sdk+openai-v2": otlp_capture("mcp", "sdk"),
     "mcp-traceloop+openai-v2": otlp_capture("mcp", "traceloop"),
-    "anthropic+traceloop-tool-loop": otlp_capture("anthropic"),
+    **{f"anthropic+traceloop-{m}-tool-loop": otlp_capture("anthropic", m) for m in ("current", "legacy")},
 }
 """Hand-written tool loops over the official OpenAI and Anthropic clients (no agent framework, so no agent
 span), captured with content on and off: the tools run by the loop itself (no tool spans: the steps come
@@ -155,10 +155,12 @@ Traceloop's MCP spans)."""
 NAMES_WITHOUT_CONTENT = {"mcp-sdk+openai-v2", "mcp-traceloop+openai-v2"}
 """Message sources that record which tools ran with content off: the MCP spans. The OpenAI instrumentation
 records tool calls only in the messages, which content off leaves out."""
-CANNOT_MARK_FAILURES = {"openai-v2-tool-loop", "openai-v2-tool-loop-span-and-event", "anthropic+traceloop-tool-loop"}
+CANNOT_MARK_FAILURES = {"openai-v2-tool-loop", "openai-v2-tool-loop-span-and-event",
+                        "anthropic+traceloop-current-tool-loop"}
 """Sources whose records lose a failing tool's marker: chat completions' tool message has no error field
-(a loop can only say so in words, which are not read), and Traceloop's Anthropic instrumentation drops the
-``tool_result`` block's ``is_error`` when it writes the messages."""
+(a loop can only say so in words, which are not read), and Traceloop's Anthropic instrumentation since it
+writes the GenAI conventions' messages drops the ``tool_result`` block's ``is_error`` (its legacy flattened
+prompts kept it)."""
 
 SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "langgraph-messages": langgraph_messages,
@@ -231,7 +233,7 @@ def test_message_sources_keep_the_tools_they_name_with_content_off(source, scena
 def test_a_failing_loop_reads_as_failures_not_repeats(source, content):
     # Read from the messages alone, a tool failing three times looked like the same call repeated after it
     # succeeded. A failure marked by the source (the MCP server's isError, as status and error.type on its
-    # span) fails the step; the words "Error: ..." in a result never do.
+    # span; an Anthropic tool_result's is_error) fails the step; the words "Error: ..." in a result never do.
     traj = MESSAGE_SOURCES[source](FAILING_LOOP, content=content)
     if not content and source not in NAMES_WITHOUT_CONTENT:
         assert traj.steps == ()

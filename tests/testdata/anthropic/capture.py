@@ -6,7 +6,10 @@ text; no tool spans. The model is ``ScriptedModel`` here, an Anthropic Messages 
 that answers with the scenario's turn (``tool_use`` blocks with ids ``call_<turn>_<n>``) picked by how many
 assistant messages the request holds, then the answer. No network, no LLM. See README.md here.
 
-Content on / off: ``TRACELOOP_TRACE_CONTENT`` unset (on by default) / ``false``, each run in its own process.
+Modes, each in its own venv and process: ``current`` (opentelemetry-instrumentation-anthropic 0.62.4: the
+GenAI conventions' ``gen_ai.input.messages`` / ``gen_ai.output.messages``) and ``legacy`` (0.53.4:
+flattened ``gen_ai.prompt.<i>.*`` / ``gen_ai.completion.<i>.*``). Content on / off:
+``TRACELOOP_TRACE_CONTENT`` unset (on by default) / ``false``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Ask, Scenario  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
+MODES = {"current": "/tmp/msgsvenv/bin/python", "legacy": "/tmp/tl053venv/bin/python"}
+"""Mode -> the venv's python holding that instrumentation release (README.md here)."""
 EXPORTER = InMemorySpanExporter()
 PROVIDER = TracerProvider()
 PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
@@ -112,7 +117,7 @@ def tool_loop(client: Anthropic, scenario: Scenario) -> None:
                                                      for n, b in enumerate(uses)]})
 
 
-def capture(scenario: Scenario, content: bool) -> None:
+def capture(scenario: Scenario, mode: str, content: bool) -> None:
     handler = type("Handler", (ScriptedModel,), {"scenario": scenario})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -128,20 +133,21 @@ def capture(scenario: Scenario, content: bool) -> None:
         server.server_close()
         thread.join()
     spans = EXPORTER.get_finished_spans()
-    stem = f"{scenario.name}{'' if content else '.nocontent'}.anthropic"
+    stem = f"{scenario.name}.{mode}{'' if content else '.nocontent'}.anthropic"
     (OUT / f"{stem}.otlp").write_bytes(encode_spans(spans).SerializeToString())
     print(f"{stem}.otlp: {len(spans)} spans")
 
 
-def main(content: bool) -> None:
+def main(mode: str, content: bool) -> None:
     AnthropicInstrumentor().instrument(tracer_provider=PROVIDER)
     for s in SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP,):
-        capture(s, content)
+        capture(s, mode, content)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 2:
-        main(sys.argv[1] == "content")
+    if len(sys.argv) == 3:
+        main(sys.argv[1], sys.argv[2] == "content")
     else:
-        for content, env in (("content", {}), ("nocontent", {"TRACELOOP_TRACE_CONTENT": "false"})):
-            subprocess.run([sys.executable, __file__, content], env={**os.environ, **env}, check=True)
+        for mode, python in MODES.items():
+            for content, env in (("content", {}), ("nocontent", {"TRACELOOP_TRACE_CONTENT": "false"})):
+                subprocess.run([python, __file__, mode, content], env={**os.environ, **env}, check=True)

@@ -39,11 +39,15 @@ def classify(rec: SpanRecord) -> Role | None:
     if kind in ("workflow", "task"):
         name = rec.get("traceloop.workflow.name") if kind == "workflow" else None
         return ChainRole(name if isinstance(name, str) else None)
+    if rec.get("llm.request.type") in _MODEL_REQUESTS:  # a legacy LLM span, its content recorded or not
+        return ModelRole()
     if any(k.startswith(("gen_ai.prompt.", "gen_ai.completion.")) for k in rec.layout):
         return ModelRole()
     return None
 
 
+_MODEL_REQUESTS = frozenset({"chat", "completion"})
+"""``llm.request.type`` values of a model call (Traceloop's own key; also ``embedding``, ``rerank``)."""
 _MCP_OUTPUT_KEYS = frozenset({"result", "is_error"})
 
 
