@@ -72,6 +72,7 @@ class Response:
     """A tool result a model call was sent (a ``tool`` message in its input), by call id."""
 
     result: Any
+    """The result as recorded (None when content was not captured)."""
     failed: bool
     """Marked failed by the convention's own marker (messages.marked_failed), never by its words."""
     at_ns: int
