@@ -7,8 +7,9 @@
 - GenAI ≤1.36 events: ``gen_ai.user.message``, ``gen_ai.assistant.message``, ``gen_ai.tool.message``,
   ``gen_ai.choice`` (body fields as event attributes or JSON in ``gen_ai.event.content``).
 - OpenInference: flattened ``llm.input_messages.<i>.message.*`` / ``llm.output_messages.<i>.message.*``.
-- Traceloop ≤0.54 (Anthropic: ≤0.53): flattened ``gen_ai.prompt.<i>.*`` / ``gen_ai.completion.<i>.*`` (an Anthropic user
-  turn's content blocks as JSON text in ``content``: its ``tool_result`` blocks are responses).
+- Traceloop ≤0.54 (Anthropic: ≤0.53): flattened ``gen_ai.prompt.<i>.*`` / ``gen_ai.completion.<i>.*``
+  (an Anthropic user turn's content blocks as JSON text in ``content``: its ``tool_result`` blocks are
+  responses).
 
 A tool message's result is marked failed only by the fields a convention defines (``marked_failed``).
 """
