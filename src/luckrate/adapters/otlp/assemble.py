@@ -55,8 +55,7 @@ class _Assembly:
         calls, captured = self._tool_calls()
         models = [(r, output_messages(r) or [], self.agent_of(r)) for r in self._spans(ModelRole)]
         answers = {r.span_id for r in self._spans(ToolRole) if self.roles[r.span_id].answer}
-        joined = sorted(join(calls, requests_from(models), self._responses(), self._inputs_seen()),
-                        key=lambda c: c.key)
+        joined = sorted(join(calls, requests_from(models), self._responses()), key=lambda c: c.key)
         others = [r for r in self.tree.spans if not isinstance(self.roles[r.span_id], ModelRole)]
         joined = [c for c in joined if c.key[2] not in answers]  # the answer call, and the request it answered
         messages = conversation([(m[0], self._inputs(m[0]), m[1]) for m in models], [c.start_ns for c in joined],
@@ -158,10 +157,6 @@ class _Assembly:
                     if call_id and call_id not in out:
                         out[call_id] = Response(result, call_id in message.failed, rec.start_ns)
         return out
-
-    def _inputs_seen(self) -> bool:
-        """Whether any model call recorded its input messages (so a result that never came back shows)."""
-        return any(self._inputs(r) is not None for r in self._spans(ModelRole))
 
     def _root_agent(self) -> str | None:
         named = [r for r in self._spans(AgentRole) if self._agent_name(r)]

@@ -79,22 +79,23 @@ class Response:
     """Start of the first model call whose input holds it: the tool ran before then."""
 
 
-def join(calls: list[Call], requests: list[_Request], responses: dict[str, Response],
-         inputs_seen: bool = True) -> list[Call]:
+def join(calls: list[Call], requests: list[_Request], responses: dict[str, Response]) -> list[Call]:
     """Calls with ids and arguments completed from their requests, plus the requests no tool span
     answers whose result came back (a ``tool`` message with the call id in a later model input): the
     model asked and the caller ran it, the trace just has no span for the execution. Such a step runs
     from the end of the model call that asked to the start of the one that was sent the result, and
     fails when the result is marked failed. A request whose result never came back is not a step (the
-    tool may never have run); with no model input recorded at all (``inputs_seen`` False) nothing can
-    show a result, and a request without a call id cannot be matched to one: both stay steps."""
+    tool may never have run). Where no model input holds a result by call id (content off, a convention
+    that sends results without ids such as smolagents' observations, a trace that ends at the request)
+    nothing can show a result came back, and a request without a call id cannot be matched to one: both
+    stay steps."""
     index = _Index(requests)
     joined = [_join_one(c, index, responses) for c in sorted(calls, key=lambda c: c.key)]
     for req in requests:
         if req.taken:
             continue
         response = responses.get(req.call_id) if req.call_id else None
-        if response is None and req.call_id and inputs_seen:
+        if response is None and req.call_id and responses:
             continue
         result, reported = result_text(response.result) if response is not None else (None, False)
         error = (result or "error") if response is not None and (response.failed or reported) else None
