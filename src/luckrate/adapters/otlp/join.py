@@ -3,10 +3,10 @@
 Several instrumentations put no call id on the tool span (OpenInference and Traceloop on LangGraph,
 both Agents SDK bridges). The model span's output messages list the requested calls; join by call id
 when both sides have one, else by tool name, arguments and order (the earliest open request of that
-name made before the tool started). A join fills in the call id, where the tool span recorded
-no arguments or only a bare value the model's arguments, and where it recorded no result the result
-the model was sent. Requested calls that no tool span answers
-still become steps: the model asked, the trace just has no span for the execution.
+name made before the tool started). A join fills in the call id; where the tool span recorded no
+arguments or only a bare value, the model's arguments; where it recorded no result, the result the model
+was sent. A requested call that no tool span answers is still a step when its result came back to the
+model: the caller ran it, the trace just has no span for the execution (a hand-written tool loop).
 """
 
 from __future__ import annotations
