@@ -145,6 +145,7 @@ MESSAGE_SOURCES = {
     "openai-v2-tool-loop": otlp_capture("openai-v2", "latest"),
     "openai-v2-tool-loop-span-and-event": otlp_capture("openai-v2", "latest-events"),  # off: EVENT_ONLY
     "mcp-sdk+openai-v2": otlp_capture("mcp", "sdk"),
+    "mcp-sdk-stdio+openai-v2": otlp_capture("mcp", "sdk-stdio"),  # the server's spans under their own resource
     "mcp-traceloop+openai-v2": otlp_capture("mcp", "traceloop"),
     **{f"anthropic+traceloop-{m}-tool-loop": otlp_capture("anthropic", m) for m in ("current", "legacy")},
 }
@@ -152,7 +153,7 @@ MESSAGE_SOURCES = {
 span), captured with content on and off: the tools run by the loop itself (no tool spans: the steps come
 from the model's messages) or through an MCP session (the MCP SDK's own client and server spans;
 Traceloop's MCP spans)."""
-NAMES_WITHOUT_CONTENT = {"mcp-sdk+openai-v2", "mcp-traceloop+openai-v2"}
+NAMES_WITHOUT_CONTENT = {"mcp-sdk+openai-v2", "mcp-sdk-stdio+openai-v2", "mcp-traceloop+openai-v2"}
 """Message sources that record which tools ran with content off: the MCP spans. The OpenAI instrumentation
 records tool calls only in the messages, which content off leaves out."""
 CANNOT_MARK_FAILURES = {"openai-v2-tool-loop", "openai-v2-tool-loop-span-and-event",

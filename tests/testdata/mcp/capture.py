@@ -7,9 +7,12 @@ on 127.0.0.1 are tests/testdata/openai-v2/capture.py's. A tool whose scenario ca
 in the server, which answers ``isError: true``; the loop sends the result text back to the model. No
 network, no LLM. See README.md here; each output file is one serialized ExportTraceServiceRequest.
 
-Modes, each in its own venv (the two need different ``mcp`` releases) and process:
-``sdk`` (mcp 2.3.0: its built-in client and server spans, no instrumentation) and ``traceloop``
-(mcp 1.30.0 under opentelemetry-instrumentation-mcp 0.62.4). Content on / off is the OpenAI
+Modes, each in its own venv (they need different ``mcp`` releases) and process:
+``sdk`` (mcp 2.3.0: its built-in client and server spans, no instrumentation; the server in memory, in
+the client's process), ``sdk-stdio`` (the same over stdio: the server is this script run as a subprocess
+with its own tracer provider and resource, continuing the client's trace from the request's ``_meta``;
+its spans are merged into the client's export as a second resource) and ``traceloop`` (mcp 1.30.0 under
+opentelemetry-instrumentation-mcp 0.62.4). Content on / off is the OpenAI
 instrumentation's ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`` / unset, and for
 ``traceloop`` also ``TRACELOOP_TRACE_CONTENT=true`` / ``false``.
 """
@@ -38,6 +41,10 @@ from openai import AsyncOpenAI  # noqa: E402
 from opentelemetry import trace  # noqa: E402
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
 from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor  # noqa: E402
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
+from opentelemetry.sdk.resources import Resource  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult  # noqa: E402
 
 from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Ask, Scenario  # noqa: E402
 
@@ -46,12 +53,13 @@ LATEST = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
 MODES = {  # mode -> (venv python, environment with content on, environment with content off)
     "sdk": ("/tmp/msgsvenv/bin/python", {**LATEST, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"},
             LATEST),
+    "sdk-stdio": ("/tmp/msgsvenv/bin/python",
+                  {**LATEST, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}, LATEST),
     "traceloop": ("/tmp/mcp1venv/bin/python",
                   {**LATEST, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY",
                    "TRACELOOP_TRACE_CONTENT": "true"},
                   {**LATEST, "TRACELOOP_TRACE_CONTENT": "false"}),
 }
-trace.set_tracer_provider(loop.PROVIDER)  # the MCP SDK traces through the global provider
 logging.getLogger("mcp").setLevel(logging.CRITICAL)  # the server logs each failing tool's traceback
 
 
@@ -120,7 +128,15 @@ async def tool_loop(client: AsyncOpenAI, scenario: Scenario, call_tool: Any) -> 
 
 async def run(scenario: Scenario, mode: str, base_url: str) -> None:
     client = AsyncOpenAI(base_url=base_url, api_key="unused-offline", max_retries=0)
-    if mode == "sdk":
+    if mode == "sdk-stdio":
+        from mcp import Client, StdioServerParameters
+
+        spans = OUT / f".{scenario.name}.server-spans"
+        params = StdioServerParameters(command=sys.executable, args=[__file__, "serve", scenario.name, str(spans)],
+                                       env=dict(os.environ))
+        async with Client(params) as session:
+            await tool_loop(client, scenario, session.call_tool)
+    elif mode == "sdk":
         from mcp import Client
         from mcp.client._memory import InMemoryTransport
         from mcp.server.mcpserver import MCPServer
@@ -152,13 +168,43 @@ def capture(scenario: Scenario, mode: str, content: bool) -> None:
         http.shutdown()
         http.server_close()
         thread.join()
-    spans = loop.EXPORTER.get_finished_spans()
+    request = encode_spans(loop.EXPORTER.get_finished_spans())
+    served = OUT / f".{scenario.name}.server-spans"
+    if served.exists():  # the stdio server's spans, under its own resource
+        request.resource_spans.extend(ExportTraceServiceRequest.FromString(served.read_bytes()).resource_spans)
+        served.unlink()
     stem = f"{scenario.name}.{mode}{'' if content else '.nocontent'}.mcp"
-    (OUT / f"{stem}.otlp").write_bytes(encode_spans(spans).SerializeToString())
+    (OUT / f"{stem}.otlp").write_bytes(request.SerializeToString())
+    spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
     print(f"{stem}.otlp: {len(spans)} spans")
 
 
+class FileExporter(SpanExporter):
+    """Writes every span ended so far to ``path`` (one ExportTraceServiceRequest), after each export: the
+    server process may be ended as soon as its client goes."""
+
+    def __init__(self, path: Path):
+        self.path, self.spans = path, []
+
+    def export(self, spans: Any) -> SpanExportResult:
+        self.spans.extend(spans)
+        self.path.write_bytes(encode_spans(self.spans).SerializeToString())
+        return SpanExportResult.SUCCESS
+
+
+def serve(name: str, path: str) -> None:
+    """The stdio server of ``sdk-stdio``: the scenario's tools, traced under their own resource."""
+    from mcp.server.mcpserver import MCPServer
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "support-tools"}))
+    provider.add_span_processor(SimpleSpanProcessor(FileExporter(Path(path))))
+    trace.set_tracer_provider(provider)
+    scenario = next(s for s in SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP,) if s.name == name)
+    server(scenario, MCPServer).run("stdio")
+
+
 def main(mode: str, content: bool) -> None:
+    trace.set_tracer_provider(loop.PROVIDER)  # the MCP SDK traces through the global provider
     OpenAIInstrumentor().instrument(tracer_provider=loop.PROVIDER)
     if mode == "traceloop":
         from opentelemetry.instrumentation.mcp import McpInstrumentor
@@ -169,7 +215,9 @@ def main(mode: str, content: bool) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3:
+    if len(sys.argv) == 4 and sys.argv[1] == "serve":
+        serve(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 3:
         main(sys.argv[1], sys.argv[2] == "content")
     else:
         for mode, (python, on, off) in MODES.items():
