@@ -141,3 +141,19 @@ POLICY_SCENARIOS = (
 """Policy scenarios (beyond the captured four): a confirmation asked and given in a second user turn,
 a cancel with no confirmation, and a refund of another order than the one looked up (argument-bound
 ``before``). Run live on LangGraph (messages, OpenInference, Traceloop) and the OpenAI Agents SDK."""
+
+FAILING_LOOP = Scenario(
+    "failing_loop",
+    "Please refund order ORD-12345.",
+    (
+        (Call("lookup_order", {"order_id": "ORD-12345"}, error="order service unavailable"),),
+        (Call("lookup_order", {"order_id": "ORD-12345"}, error="order service unavailable"),),
+        (Call("lookup_order", {"order_id": "ORD-12345"}, error="order service unavailable"),),
+        (Call("escalate_to_human", {"reason": "order service unavailable"}, "ticket T-1 opened"),),
+    ),
+    "I could not reach the order service; a person will follow up.",
+    frozenset({("failing_loop", "lookup_order")}),
+)
+"""The same call failing three times in a row (``max_failures`` in examples/spec.py), then an escalation:
+a failing loop, not a repeat of a call that succeeded. Captured where the source can record a failure
+(tests/testdata/mcp, tests/testdata/openai-v2)."""

@@ -9,6 +9,10 @@ script: the JS ones by a pinned Node script). Every source must yield exactly th
 expected (check, tool) pairs under examples/spec.py, with content capture on; with it off, the same
 tools in the same order and the same verdicts but taint (which needs the values), and no step lost.
 
+Hand-written tool loops over the model clients (no framework, no tool spans: the steps come from the model's
+messages) and the same loops running their tools over MCP are read from committed captures too, with the
+failing-loop scenario: a tool failing three times must read as failures where the source marks them.
+
 The policy scenarios (a confirmation given in a second user turn, a cancel without one, a refund of
 another order than the one looked up) run live on every source that runs here; CrewAI and n8n are
 captured outside CI and run where a capture exists: CrewAI has all but the confirmation given in a
@@ -29,7 +33,7 @@ from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
 from luckrate.core.step import Trajectory
 from tests.frameworks import langgraph_agent, openai_agents, pydantic_ai_agent, smolagents_agent
-from tests.scenarios import POLICY_SCENARIOS, SCENARIOS, Scenario
+from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTDATA = ROOT / "tests" / "testdata"
@@ -137,6 +141,28 @@ captures, with content on and off."""
 UNNAMED_AGENTS = {"llama-index+openinference"}
 """Sources whose spans tie no span to the agent running it (see docs/instrumentations.md)."""
 
+MESSAGE_SOURCES = {
+    "openai-v2-tool-loop": otlp_capture("openai-v2", "latest"),
+    "openai-v2-tool-loop-span-and-event": otlp_capture("openai-v2", "latest-events"),  # off: EVENT_ONLY
+    "mcp-sdk+openai-v2": otlp_capture("mcp", "sdk"),
+    "mcp-sdk-stdio+openai-v2": otlp_capture("mcp", "sdk-stdio"),  # the server's spans under their own resource
+    "mcp-traceloop+openai-v2": otlp_capture("mcp", "traceloop"),
+    **{f"anthropic+traceloop-{m}-tool-loop": otlp_capture("anthropic", m) for m in ("current", "legacy")},
+}
+"""Hand-written tool loops over the official OpenAI and Anthropic clients (no agent framework, so no agent
+span), captured with content on and off: the tools run by the loop itself (no tool spans: the steps come
+from the model's messages) or through an MCP session (the MCP SDK's own client and server spans;
+Traceloop's MCP spans)."""
+NAMES_WITHOUT_CONTENT = {"mcp-sdk+openai-v2", "mcp-sdk-stdio+openai-v2", "mcp-traceloop+openai-v2"}
+"""Message sources that record which tools ran with content off: the MCP spans. The OpenAI instrumentation
+records tool calls only in the messages, which content off leaves out."""
+CANNOT_MARK_FAILURES = {"openai-v2-tool-loop", "openai-v2-tool-loop-span-and-event",
+                        "anthropic+traceloop-current-tool-loop"}
+"""Sources whose records lose a failing tool's marker: chat completions' tool message has no error field
+(a loop can only say so in words, which are not read), and Traceloop's Anthropic instrumentation since it
+writes the GenAI conventions' messages drops the ``tool_result`` block's ``is_error`` (its legacy flattened
+prompts kept it)."""
+
 SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "langgraph-messages": langgraph_messages,
     "langgraph+openinference": langgraph_openinference,
@@ -145,6 +171,7 @@ SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "crewai-events": crewai_capture,
     "n8n-execution": n8n_capture,
     **OTLP_SOURCES,
+    **MESSAGE_SOURCES,
 }
 
 
@@ -188,6 +215,63 @@ def test_content_off_keeps_every_step(source, scenario):
     g = grade(traj, SPEC)
     assert {(v.check, v.tool) for v in g.violations} == {p for p in scenario.expected if p[0] != "taint"}
     assert any(s.startswith("taint") for s in g.skipped)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS + POLICY_SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("source", MESSAGE_SOURCES)
+def test_message_sources_keep_the_tools_they_name_with_content_off(source, scenario):
+    traj = MESSAGE_SOURCES[source](scenario, content=False)
+    assert traj.content is False and traj.input == "" and traj.messages == ()
+    named = source in NAMES_WITHOUT_CONTENT
+    assert [s.tool for s in traj.steps] == ([c.tool for c in scenario.calls] if named else [])
+    if named and scenario in SCENARIOS:  # the policy scenarios' verdicts rest on arguments and messages
+        found = {(v.check, v.tool) for v in grade(traj, SPEC).violations}
+        assert found == {p for p in scenario.expected if p[0] != "taint"}
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "nocontent"])
+@pytest.mark.parametrize("source", MESSAGE_SOURCES)
+def test_a_failing_loop_reads_as_failures_not_repeats(source, content):
+    # Read from the messages alone, a tool failing three times looked like the same call repeated after it
+    # succeeded. A failure marked by the source (the MCP server's isError, as status and error.type on its
+    # span; an Anthropic tool_result's is_error) fails the step; the words "Error: ..." in a result never do.
+    traj = MESSAGE_SOURCES[source](FAILING_LOOP, content=content)
+    if not content and source not in NAMES_WITHOUT_CONTENT:
+        assert traj.steps == ()
+        return
+    assert [s.tool for s in traj.steps] == [c.tool for c in FAILING_LOOP.calls]
+    found = {(v.check, v.tool) for v in grade(traj, SPEC).violations}
+    if source in CANNOT_MARK_FAILURES:
+        assert [s.failed for s in traj.steps] == [False] * 4
+        assert found == {("repeat", "lookup_order")}
+    else:
+        assert [s.failed for s in traj.steps] == [c.error is not None for c in FAILING_LOOP.calls]
+        assert found == FAILING_LOOP.expected
+
+
+CONTENT_IN_LOGS_ONLY = {"openai-v2-tool-loop-default": otlp_capture("openai-v2", "default")}
+"""The OpenAI instrumentation on its default (v1.30) conventions writes content to log events only, with
+content on or off: the spans name no tool call (docs/instrumentations.md)."""
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "nocontent"])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("source", CONTENT_IN_LOGS_ONLY)
+def test_content_in_log_events_only_leaves_the_spans_without_steps(source, scenario, content):
+    traj = CONTENT_IN_LOGS_ONLY[source](scenario, content=content)
+    assert (traj.steps, traj.content, traj.input, traj.messages, traj.output_ok) == ((), False, "", (), True)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("source", MESSAGE_SOURCES)
+def test_message_sources_name_input_calls_and_ids(source, scenario):
+    traj = MESSAGE_SOURCES[source](scenario)
+    assert (traj.agent, traj.input, traj.output_ok, traj.content) == (None, scenario.user, True, True)
+    ids = [f"call_{i}_{n}" for i, turn in enumerate(scenario.turns) for n, _ in enumerate(turn)]
+    assert [(s.tool, s.args, s.result, s.call_id) for s in traj.steps] == [
+        (c.tool, c.args, c.result, call_id) for c, call_id in zip(scenario.calls, ids)]
+    models = sorted(traj.model_turns)
+    assert list(traj.model_turns) == models and len(set(models)) == len(scenario.turns)
 
 
 STRUCTURE_ONLY = {"autogen-core": otlp_capture("autogen")}

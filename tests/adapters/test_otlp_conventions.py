@@ -253,6 +253,117 @@ def test_tool_calls_only_in_model_output_still_become_steps():
     ]
 
 
+def _response(part: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", **part}]}
+
+
+TOOL_MESSAGES = [
+    # A tool call the model asked for (c1), run by the caller with no tool span; the next model call is sent
+    # this message. Only a field a convention defines marks the result failed, never its words.
+    ("plain text", _response({"response": "found"}), "found", None),
+    ("an error in words is what the tool said", _response({"response": "Error: service down"}),
+     "Error: service down", None),
+    ("is_error on the part", _response({"response": "service down", "is_error": True}), "service down", "service down"),
+    ("an MCP CallToolResult as the response",
+     _response({"response": {"content": [{"type": "text", "text": "down"}], "isError": True}}),
+     '{"content": [{"text": "down", "type": "text"}], "isError": true}',
+     '{"content": [{"text": "down", "type": "text"}], "isError": true}'),
+    ("a status key in the tool's own output is its output",
+     _response({"response": '{"status": "error", "detail": "x"}'}), '{"status": "error", "detail": "x"}', None),
+    ("a chat-completions tool message with status error",
+     {"role": "tool", "tool_call_id": "c1", "content": "service down", "status": "error"}, "service down",
+     "service down"),
+    ("a LangChain ToolMessage with status error",
+     _response({"response": json.dumps({"type": "tool", "data": {"content": "down", "status": "error"}})}),
+     "down", "down"),
+]
+
+
+@pytest.mark.parametrize("label, message, result, error", TOOL_MESSAGES, ids=[c[0] for c in TOOL_MESSAGES])
+def test_steps_from_messages_fail_by_the_conventions_marker(label, message, result, error):
+    spans = [
+        chat(1, None, 10, 20, inputs=[USER], outputs=[assistant(call_part("lookup_order", {"order_id": "1"}, "c1"))]),
+        chat(2, None, 50, 60, inputs=[USER, assistant(call_part("lookup_order", {"order_id": "1"}, "c1")), message]),
+    ]
+    (step,) = trajectory_from_spans(spans).steps
+    assert (step.tool, step.call_id, step.result, step.error) == ("lookup_order", "c1", result, error)
+    assert (step.t, step.duration) == ((S + 20) / 1e9, 30 / 1e9)  # from the asking call's end to the next's start
+
+
+def test_anthropic_tool_results_in_traceloop_legacy_prompts():
+    blocks = [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "down", "is_error": True},
+              {"type": "tool_result", "tool_use_id": "toolu_2", "content": "sent"}]
+    asked = {"gen_ai__completion__0__role": "assistant"}
+    for n, (call_id, name, args) in enumerate([("toolu_1", "lookup_order", '{"order_id": "1"}'),
+                                               ("toolu_2", "send_email", '{"to": "x@y"}')]):
+        key = f"gen_ai__completion__0__tool_calls__{n}__"
+        asked.update({key + "id": call_id, key + "name": name, key + "arguments": args})
+    spans = [_dots(span(1, None, "anthropic.chat", 0, 10, **{
+        "gen_ai__prompt__0__role": "user", "gen_ai__prompt__0__content": "Refund ORD-1", **asked})),
+        _dots(span(2, None, "anthropic.chat", 20, 30, **{
+            "gen_ai__prompt__0__role": "user", "gen_ai__prompt__0__content": "Refund ORD-1",
+            "gen_ai__prompt__1__role": "user", "gen_ai__prompt__1__content": json.dumps(blocks)}))]
+    traj = trajectory_from_spans(spans)
+    assert [(s.tool, s.result, s.error) for s in traj.steps] == [("lookup_order", "down", "down"),
+                                                                 ("send_email", "sent", None)]
+    assert traj.input == "Refund ORD-1"  # the tool results are not something the user said
+
+
+def test_a_call_whose_result_never_came_back_is_not_a_step():
+    # The model asked for two calls; the next model call was sent the result of one. The other may never
+    # have run (the loop stopped, or skipped it): nothing in the trace says it happened.
+    spans = [
+        chat(1, None, 10, 20, inputs=[USER], outputs=[assistant(call_part("lookup_order", {"order_id": "1"}, "c1"),
+                                                                call_part("delete_account", {"user_id": "u"}, "c2"))]),
+        chat(2, None, 50, 60, inputs=[USER, _response({"response": "found"})]),
+    ]
+    assert [s.call_id for s in trajectory_from_spans(spans).steps] == ["c1"]
+
+
+def test_mcp_sdk_client_span_names_its_tool_in_its_span_name_and_its_server_span_is_the_same_call():
+    # The MCP Python SDK's client span names no tool in an attribute; its server span (a child, through the
+    # request's _meta) does, and carries the failure. Read as one step, not refused as a nameless tool span.
+    spans = [
+        chat(1, None, 0, 10, inputs=[USER], outputs=[assistant(call_part("search", {"q": "x"}, "c1"),
+                                                              call_part("fetch", {"url": "u"}, "c2"))]),
+        span(2, None, "MCP send tools/call search", 20, 60, mcp__method__name="tools/call",
+             jsonrpc__request__id="2"),
+        span(3, 2, "tools/call search", 30, 50, status=2, mcp__method__name="tools/call",
+             gen_ai__operation__name="execute_tool", gen_ai__tool__name="search", error__type="tool_error"),
+        span(4, None, "MCP send tools/call fetch", 70, 80, mcp__method__name="tools/call", jsonrpc__request__id="3"),
+        chat(5, None, 90, 100, inputs=[USER, _response({"response": "no results"}),
+                                       {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c2",
+                                                                   "response": "page"}]}]),
+    ]
+    traj = trajectory_from_spans([_dots(s) for s in spans])
+    assert [(s.tool, s.call_id, s.args, s.result, s.error, s.t) for s in traj.steps] == [
+        ("search", "c1", {"q": "x"}, "no results", "tool_error", (S + 20) / 1e9),
+        ("fetch", "c2", {"url": "u"}, "page", None, (S + 70) / 1e9)]
+
+
+def test_an_mcp_call_of_an_agent_run_inside_a_tool_is_its_own_step():
+    # An agent used as a tool: its MCP calls sit under the triage agent's tool span, but are the support
+    # agent's calls, not part of the handoff.
+    spans = [
+        agent(1, None, "triage"),
+        tool(2, 1, "transfer_to_support", 10, end=100, args="{}", result="done"),
+        agent(3, 2, "support", 20, 90),
+        span(4, 3, "tools/call lookup_order", 30, 40, mcp__method__name="tools/call",
+             gen_ai__tool__name="lookup_order", gen_ai__tool__call__arguments='{"order_id": "1"}'),
+    ]
+    traj = trajectory_from_spans([_dots(s) for s in spans])
+    assert [(s.tool, s.agent) for s in traj.steps] == [("transfer_to_support", "triage"), ("lookup_order", "support")]
+
+
+def test_traceloop_mcp_envelopes():
+    spans = [span(1, None, "search.tool", 0, 10, status=2, message="boom", traceloop__span__kind="tool",
+                  traceloop__entity__name="search",
+                  traceloop__entity__input=json.dumps({"tool_name": "search", "arguments": {"q": "x"}}),
+                  traceloop__entity__output=json.dumps({"result": "boom", "is_error": True}), error__type="tool_error")]
+    (step,) = trajectory_from_spans([_dots(s) for s in spans]).steps
+    assert (step.tool, step.args, step.result, step.error) == ("search", {"q": "x"}, "boom", "boom")
+
+
 def test_join_without_call_id_uses_name_arguments_and_order():
     spans = [
         agent(1, None, "a"),

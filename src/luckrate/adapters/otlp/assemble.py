@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp.conventions import CONVENTIONS, classify, input_messages, output_messages
-from luckrate.adapters.otlp.join import Call, join, requests_from
+from luckrate.adapters.otlp.join import Call, Response, join, requests_from
 from luckrate.adapters.otlp.messages import Message, user_texts
 from luckrate.adapters.otlp.output import OutputRule, output_ok
 from luckrate.adapters.otlp.payloads import parse_args, result_text
@@ -93,34 +94,48 @@ class _Assembly:
         role = self.roles[rec.span_id]
         return role.name if isinstance(role, AgentRole) and role.name else None
 
-    def _framework_tool(self, rec: SpanRecord) -> SpanRecord | None:
-        role = self.roles[rec.span_id]
-        return rec if isinstance(role, ToolRole) and not role.mcp else None
+    def _tool_or_agent(self, rec: SpanRecord) -> SpanRecord | None:
+        return rec if isinstance(self.roles[rec.span_id], (ToolRole, AgentRole)) else None
+
+    def _outermost(self, rec: SpanRecord) -> SpanRecord:
+        """The tool span whose call an MCP span describes: its nearest enclosing tool span, walked up
+        while that is an MCP span too (a server span under the client span under a framework's tool
+        span are one call). An agent span in between ends the walk: an agent run inside a tool (an
+        agent used as a tool) makes calls of its own. Any other span describes its own call."""
+        node = rec
+        while self.roles[node.span_id].mcp:
+            up = self.tree.nearest(node, self._tool_or_agent, self._tool_memo)
+            if up is None or not isinstance(self.roles[up.span_id], ToolRole):
+                break
+            node = up
+        return node
 
     def _tool_calls(self) -> tuple[list[Call], bool]:
-        calls: dict[bytes, Call] = {}
-        captured = False
+        """One call per tool span, the MCP spans of a call merged into the span they describe (its identity,
+        their content where it recorded none, a failure from any). The tool's name is the first any of
+        them names: the MCP SDK's client span names none in an attribute, its server span does."""
+        groups: dict[bytes, list[SpanRecord]] = {}
         for rec in self._spans(ToolRole):
-            role = self.roles[rec.span_id]
-            if role.name is None:
-                raise InvalidInput(f"span {rec.span_hex}: tool span names no tool", self.where)
-            call = self._call(rec, role)
-            captured = captured or call.args_captured or call.result is not None
-            outer = self.tree.nearest(rec, self._framework_tool, self._tool_memo) if role.mcp else None
-            if outer is not None and outer.span_id in calls:
-                calls[outer.span_id] = _merge(calls[outer.span_id], call)  # the MCP child of the same call
-            else:
-                calls[rec.span_id] = call
-        return list(calls.values()), captured
+            groups.setdefault(self._outermost(rec).span_id, []).append(rec)
+        calls: list[Call] = []
+        for top_id, members in groups.items():
+            members.sort(key=lambda r: r.span_id != top_id)  # the outermost first, then tree order
+            name = next((n for n in (self.roles[r.span_id].name for r in members) if n is not None), None)
+            if name is None:
+                raise InvalidInput(f"span {members[0].span_hex}: tool span names no tool", self.where)
+            parts = [self._call(r, self.roles[r.span_id], name) for r in members]
+            calls.append(functools.reduce(_merge, parts))
+        captured = any(c.args_captured or c.result is not None for c in calls)
+        return calls, captured
 
-    def _call(self, rec: SpanRecord, role: ToolRole) -> Call:
+    def _call(self, rec: SpanRecord, role: ToolRole, name: str) -> Call:
         args, parsed = parse_args(role.args)
         result, reported_error = result_text(role.result)
         error = _failure(rec) or role.error
         if error is None and reported_error:
             error = result or "error"
         return Call(
-            tool=role.name or "", args=args, parsed=parsed, args_captured=role.args is not None,
+            tool=name, args=args, parsed=parsed, args_captured=role.args is not None,
             result=result, error=error, start_ns=rec.start_ns, end_ns=rec.end_ns,
             key=(rec.start_ns, rec.end_ns, rec.span_id, 0), agent=self.agent_of(rec), call_id=role.call_id,
         )
@@ -132,14 +147,15 @@ class _Assembly:
             agent=call.agent, call_id=call.call_id,
         )
 
-    def _responses(self) -> dict[str, Any]:
-        """Tool results the models were sent, by call id (for calls with no tool span)."""
-        out: dict[str, Any] = {}
-        for rec in self._spans(ModelRole):
+    def _responses(self) -> dict[str, Response]:
+        """Tool results the models were sent, by call id (for calls with no tool span): the first model
+        call (in start order) whose input holds one is where the result came back."""
+        out: dict[str, Response] = {}
+        for rec in sorted(self._spans(ModelRole), key=lambda r: (r.start_ns, r.end_ns, r.span_id)):
             for message in self._inputs(rec) or ():
                 for call_id, result in message.responses:
-                    if call_id:
-                        out.setdefault(call_id, result)
+                    if call_id and call_id not in out:
+                        out[call_id] = Response(result, call_id in message.failed, rec.start_ns)
         return out
 
     def _root_agent(self) -> str | None:
@@ -188,8 +204,9 @@ def _failure(rec: SpanRecord) -> str | None:
 
 
 def _merge(outer: Call, mcp: Call) -> Call:
-    """One step for a framework tool span and the MCP client span it made: the outer span's identity,
-    the MCP span's content where the outer recorded none, a failure from either."""
+    """One step for a tool span and an MCP span of the same call (the client span under a framework's tool
+    span, the server span under the client span): the outer span's identity, the MCP span's content where
+    the outer recorded none, a failure from either."""
     from dataclasses import replace
 
     if not outer.args_captured and mcp.args_captured:

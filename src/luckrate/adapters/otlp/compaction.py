@@ -55,7 +55,7 @@ _KEEP_KEYS = frozenset({
     "input.value", "output.value", "agent.name",
     # Traceloop (traceloop.py)
     "traceloop.span.kind", "traceloop.entity.name", "traceloop.entity.input", "traceloop.entity.output",
-    "traceloop.workflow.name",
+    "traceloop.workflow.name", "llm.request.type",
 })
 _KEEP_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.")
 """Flattened message lists (OpenInference, Traceloop <= 0.54), read whole by ``messages.unflatten``."""
@@ -63,7 +63,7 @@ _KEEP_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.
 # between records like the keys themselves.
 _VOCABULARY_KEYS = frozenset({
     "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.agent.name", "openinference.span.kind", "tool.name",
-    "traceloop.span.kind", "traceloop.entity.name", "mcp.method.name",
+    "traceloop.span.kind", "traceloop.entity.name", "mcp.method.name", "llm.request.type",
 })
 SHARED_MAX = 8192
 """Distinct strings and pairs shared between buffered records (keys, span names, vocabulary values).

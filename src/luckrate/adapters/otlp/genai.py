@@ -1,5 +1,6 @@
 """OTel GenAI semantic conventions (both generations): ``gen_ai.operation.name`` keys the meaning;
-MCP client spans (``tools/call <tool>``) are tool calls too."""
+MCP spans (``mcp.method.name = tools/call``; the client's named ``tools/call <tool>`` or, by the MCP
+Python SDK, ``MCP send tools/call <tool>``) are tool calls too."""
 
 from __future__ import annotations
 
@@ -28,8 +29,15 @@ def classify(rec: SpanRecord) -> Role | None:
 
 
 def _tool(rec: SpanRecord, prefix: str, mcp: bool = False):
-    name = rec.get("gen_ai.tool.name") or suffix(rec.name, prefix)
+    name = rec.get("gen_ai.tool.name") or suffix(rec.name, prefix) or (_mcp_target(rec.name) if mcp else None)
     return tool_role(
         name, rec.get("gen_ai.tool.call.arguments"), rec.get("gen_ai.tool.call.result"),
         rec.get("gen_ai.tool.call.id"), mcp,
     )
+
+
+def _mcp_target(span_name: str) -> str | None:
+    """The tool in an MCP client span's name: the MCP Python SDK names it ``MCP send tools/call <tool>``
+    and records no ``gen_ai.tool.name`` (its server span does)."""
+    at = span_name.find(" tools/call ")
+    return suffix(span_name[at + 1:], "tools/call") if at >= 0 else None

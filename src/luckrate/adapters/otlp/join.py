@@ -3,9 +3,10 @@
 Several instrumentations put no call id on the tool span (OpenInference and Traceloop on LangGraph,
 both Agents SDK bridges). The model span's output messages list the requested calls; join by call id
 when both sides have one, else by tool name, arguments and order (the earliest open request of that
-name made before the tool started). A join fills in the call id and, where the tool span recorded
-no arguments or only a bare value, the model's arguments. Requested calls that no tool span answers
-still become steps: the model asked, the trace just has no span for the execution.
+name made before the tool started). A join fills in the call id; where the tool span recorded no
+arguments or only a bare value, the model's arguments; where it recorded no result, the result the model
+was sent. A requested call that no tool span answers is still a step when its result came back to the
+model: the caller ran it, the trace just has no span for the execution (a hand-written tool loop).
 """
 
 from __future__ import annotations
@@ -66,17 +67,42 @@ def requests_from(models: Sequence[tuple[SpanRecord, list[Message], str | None]]
     return out
 
 
-def join(calls: list[Call], requests: list[_Request], responses: dict[str, Any]) -> list[Call]:
-    """Calls with ids and arguments completed from their requests, plus the unanswered requests."""
+@dataclass(frozen=True)
+class Response:
+    """A tool result a model call was sent (a ``tool`` message in its input), by call id."""
+
+    result: Any
+    """The result as recorded (None when content was not captured)."""
+    failed: bool
+    """Marked failed by the convention's own marker (messages.marked_failed), never by its words."""
+    at_ns: int
+    """Start of the first model call whose input holds it: the tool ran before then."""
+
+
+def join(calls: list[Call], requests: list[_Request], responses: dict[str, Response]) -> list[Call]:
+    """Calls with ids and arguments completed from their requests, plus the requests no tool span
+    answers whose result came back (a ``tool`` message with the call id in a later model input): the
+    model asked and the caller ran it, the trace just has no span for the execution. Such a step runs
+    from the end of the model call that asked to the start of the one that was sent the result, and
+    fails when the result is marked failed. A request whose result never came back is not a step (the
+    tool may never have run). Where no model input holds a result by call id (content off, a convention
+    that sends results without ids such as smolagents' observations, a trace that ends at the request)
+    nothing can show a result came back, and a request without a call id cannot be matched to one: both
+    stay steps."""
     index = _Index(requests)
-    joined = [_join_one(c, index) for c in sorted(calls, key=lambda c: c.key)]
+    joined = [_join_one(c, index, responses) for c in sorted(calls, key=lambda c: c.key)]
     for req in requests:
         if req.taken:
             continue
-        result, _ = result_text(responses.get(req.call_id)) if req.call_id else (None, False)
-        end = req.model.end_ns
-        joined.append(Call(req.tool, req.args, req.parsed, req.captured, result, None, end, end,
-                           (end, end, req.model.span_id, req.position), req.agent, req.call_id, req.model.span_id))
+        response = responses.get(req.call_id) if req.call_id else None
+        if response is None and req.call_id and responses:
+            continue
+        result, reported = result_text(response.result) if response is not None else (None, False)
+        error = (result or "error") if response is not None and (response.failed or reported) else None
+        start = req.model.end_ns
+        end = max(start, response.at_ns) if response is not None else start
+        joined.append(Call(req.tool, req.args, req.parsed, req.captured, result, error, start, end,
+                           (start, end, req.model.span_id, req.position), req.agent, req.call_id, req.model.span_id))
     return joined
 
 
@@ -96,7 +122,7 @@ class _Index:
         self.by_name[req.tool].remove(req)
 
 
-def _join_one(call: Call, index: _Index) -> Call:
+def _join_one(call: Call, index: _Index, responses: dict[str, Response]) -> Call:
     req = _find(call, index)
     if req is None:
         return call
@@ -104,6 +130,11 @@ def _join_one(call: Call, index: _Index) -> Call:
     call = replace(call, model=req.model.span_id)
     if req.captured and (not call.args_captured or (not call.parsed and req.parsed)):
         call = replace(call, args=req.args, parsed=req.parsed, args_captured=True)
+    response = responses.get(req.call_id) if req.call_id else None
+    if response is not None and call.result is None:  # a tool span that records no result (MCP SDK's)
+        result, reported = result_text(response.result)
+        failed = response.failed or reported
+        call = replace(call, result=result, error=call.error or ((result or "error") if failed else None))
     return call if call.call_id or not req.call_id else replace(call, call_id=req.call_id)
 
 

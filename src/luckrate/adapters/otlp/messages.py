@@ -7,7 +7,11 @@
 - GenAI ≤1.36 events: ``gen_ai.user.message``, ``gen_ai.assistant.message``, ``gen_ai.tool.message``,
   ``gen_ai.choice`` (body fields as event attributes or JSON in ``gen_ai.event.content``).
 - OpenInference: flattened ``llm.input_messages.<i>.message.*`` / ``llm.output_messages.<i>.message.*``.
-- Traceloop ≤0.54: flattened ``gen_ai.prompt.<i>.*`` / ``gen_ai.completion.<i>.*``.
+- Traceloop ≤0.54 (Anthropic: ≤0.53): flattened ``gen_ai.prompt.<i>.*`` / ``gen_ai.completion.<i>.*``
+  (an Anthropic user turn's content blocks as JSON text in ``content``: its ``tool_result`` blocks are
+  responses).
+
+A tool message's result is marked failed only by the fields a convention defines (``marked_failed``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ class Message:
     """Tool calls an assistant message asks for."""
     responses: tuple[tuple[str, Any], ...] = field(default=())
     """(call id, result) pairs a tool message answers."""
+    failed: frozenset[str] = frozenset()
+    """Call ids of the responses the message marks failed by the convention's own marker (``is_error``/
+    ``isError: true``, ``status: "error"``, an ``error`` field), never by the words of the result."""
 
 
 def input_messages(rec: SpanRecord) -> list[Message] | None:
@@ -80,7 +87,7 @@ def _semconv_message(obj: Any) -> Message | None:
     parts = obj.get("parts")
     if not isinstance(parts, list):
         return _chat_message(obj)  # an OpenAI chat-completions dict instead of parts
-    texts, calls, responses = [], [], []
+    texts, calls, responses, failed = [], [], [], []
     for part in parts:
         if not isinstance(part, dict):
             continue
@@ -97,7 +104,34 @@ def _semconv_message(obj: Any) -> Message | None:
         elif kind == "tool_call_response":
             result = part["response"] if "response" in part else part.get("result")
             responses.append((_id(part.get("id")), result))
-    return Message(role, tuple(texts), tuple(calls), tuple(responses))
+            if marked_failed(part) or marked_failed(result, envelope=False):
+                failed.append(_id(part.get("id")))
+    return Message(role, tuple(texts), tuple(calls), tuple(responses), _failed(failed))
+
+
+def marked_failed(value: Any, envelope: bool = True) -> bool:
+    """Whether a tool result says it failed by a field a convention defines. On the message or part
+    carrying the result (``envelope``): ``is_error``/``isError: true``, ``status: "error"`` (LangChain
+    ToolMessage, Bedrock/Strands ``toolResult``) or a non-empty ``error``. On the result itself, only
+    ``is_error``/``isError: true`` (an Anthropic ``tool_result`` block, MCP's ``CallToolResult``): a
+    tool's own output may hold ``status`` or ``error`` keys of its own. Text is never read: "Error: ..."
+    in a result is what the tool said, not a marker."""
+    if isinstance(value, str):
+        if not value.lstrip().startswith("{") or ("is_error" not in value and "isError" not in value):
+            return False
+        value = load_text(value)
+    if not isinstance(value, dict):
+        return False
+    if value.get("is_error") is True or value.get("isError") is True:
+        return True
+    if not envelope:
+        return False
+    error = value.get("error")
+    return value.get("status") == "error" or (error is not None and error is not False and error != "")
+
+
+def _failed(ids: list[str | None]) -> frozenset[str]:
+    return frozenset(i for i in ids if i)
 
 
 def _embedded_chat_message(text: str) -> Message | None:
@@ -119,8 +153,11 @@ def _chat_message(obj: dict[str, Any]) -> Message:
     content = obj.get("content")
     texts = (content,) if isinstance(content, str) and content else ()
     role = str(obj.get("role") or "")
-    responses = ((_id(obj.get("tool_call_id") or obj.get("id")), content),) if role == "tool" else ()
-    return Message(role, texts, tuple(calls), responses)
+    call_id = _id(obj.get("tool_call_id") or obj.get("id"))
+    responses = ((call_id, content),) if role == "tool" else ()
+    marked = role == "tool" and (marked_failed(obj) or marked_failed(content, envelope=False))
+    failed = _failed([call_id]) if marked else frozenset()
+    return Message(role, texts, tuple(calls), responses, failed)
 
 
 def _from_flat(entry: Any) -> Message | None:
@@ -137,10 +174,30 @@ def _from_flat(entry: Any) -> Message | None:
         if isinstance(content, dict) and isinstance(content.get("text"), str):
             texts.append(content["text"])
     calls = [c for c in map(_flat_call, _listed(msg.get("tool_calls"))) if c is not None]
-    responses = ()
+    responses: tuple[tuple[str, Any], ...] = ()
+    failed: frozenset[str] = frozenset()
     if role == "tool":
         responses = ((_id(msg.get("tool_call_id")), msg.get("content")),)
-    return Message(role, tuple(texts), tuple(calls), responses)
+        failed = _failed([responses[0][0]]) if marked_failed(msg) else failed
+    blocks = _tool_results(msg.get("content")) if role != "tool" else None
+    if blocks is not None:  # Anthropic content blocks as JSON text: tool results (and text) of a user turn
+        texts = [b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)]
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        responses = tuple((_id(b.get("tool_use_id")), b.get("content")) for b in results)
+        failed = _failed([_id(b.get("tool_use_id")) for b in results if marked_failed(b, envelope=False)])
+    return Message(role, tuple(texts), tuple(calls), responses, failed)
+
+
+def _tool_results(content: Any) -> list[dict[str, Any]] | None:
+    """Anthropic content blocks holding a ``tool_result``, from the JSON text Traceloop ≤0.54 flattens
+    into ``gen_ai.prompt.<i>.content``; None for any other content."""
+    if not isinstance(content, str) or '"tool_result"' not in content or not content.lstrip().startswith("["):
+        return None
+    value = load_text(content)
+    if not isinstance(value, list):
+        return None
+    blocks = [b for b in value[:MAX_MESSAGES] if isinstance(b, dict)]
+    return blocks if any(b.get("type") == "tool_result" for b in blocks) else None
 
 
 def _flat_call(entry: Any) -> Requested | None:
