@@ -62,6 +62,8 @@ _DELEGATION = re.compile(r"\b(?:do|perform|complete|follow|execute|carry\s+out|w
                          r"\b(?:to-?dos?|tasks?|instructions?|checklists?|steps)\b(?:\s+list)?"
                          r"[^.!?\n]{0,24}?\b(?:at|in|on|from)\s+(?:the\s+|my\s+|this\s+)?(?:\S+\s+)?$")
 
+_TASK_NOUN = re.compile(r"\b(?:to-?dos?|tasks?|instructions?|checklists?|steps)\b")
+
 
 @dataclass(frozen=True)
 class Request:
@@ -177,6 +179,8 @@ def _named_records(prov: Provenance, request: Request) -> list[Field]:
 
 def _delegated(prov: Provenance, request: Request) -> list[int]:
     """The sources whose call was given a reference the request hands its tasks over to."""
+    if _TASK_NOUN.search(request.text) is None:  # most requests hand nothing over: no source is looked at
+        return []
     out = []
     for position in prov.index.tool_positions():
         for value in prov.index.called_at(position):
