@@ -1,0 +1,159 @@
+"""OTLP log records → the span events the adapters already read (messages.py), and their join to a trace.
+
+GenAI instrumentations put model messages into log records instead of (or beside) span events: the GenAI
+≤1.36 events (``gen_ai.user.message``, ``gen_ai.choice``... content in a kvlist body) and, in the newer
+conventions, one ``gen_ai.client.inference.operation.details`` record per model call (messages as structured
+attributes). A record with a trace id becomes a ``LogEvent``: its trace, the span it names (or none) and the
+``SpanEvent`` the same event on a span would be. ``joined`` puts each on its span when the trace is read, so
+nothing downstream knows where an event came from.
+
+Log data is attacker-influenced like span data: a record keeps only events the adapters read, bounded as
+span events are (compaction.py); a record that cannot be kept is counted by reason (``LOG_REJECT_REASONS``).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+from luckrate.adapters.otlp.compaction import (
+    MAX_EVENT_ATTRIBUTES,
+    MAX_SPAN_TEXT,
+    Budget,
+    Rejected,
+    keeps_event,
+)
+from luckrate.adapters.otlp.spans import SpanEvent, SpanRecord
+
+LOG_REJECT_REASONS = ("not_read", "no_trace_id")
+"""Why a log record is not kept (closed set, safe as a metric attribute): it is no event the adapters read
+(not ``gen_ai.*`` or ``exception``), or it is one and names no trace (a 16-byte, non-zero trace id)."""
+EVENT_NAME = "event.name"
+"""The attribute older SDKs name an event with, before LogRecord.event_name (field 12) existed."""
+BODY_CONTENT = "gen_ai.event.content"
+"""Where a body that is not a kvlist goes (what span events of the same conventions carried it as)."""
+
+_ZERO_TRACE_ID = bytes(16)
+_ZERO_SPAN_ID = bytes(8)
+
+
+@dataclass(frozen=True, slots=True)
+class LogEvent:
+    """One kept log record, waiting to be joined to its trace."""
+
+    trace_id: bytes
+    """16 bytes, never all zero."""
+    span_id: bytes
+    """8 bytes, or b"" when the record names no span (or an unusable one)."""
+    event: SpanEvent
+    """What the same event on a span is: its name, time and attributes (a kvlist body flattened into them)."""
+
+
+def route_records(req: ExportLogsServiceRequest, n: int) -> tuple[list[list[int]], list[Rejected]]:
+    """The positions of the usable records each of ``n`` owners takes (``compaction.route`` by trace id),
+    and the others by reason."""
+    picks: list[list[int]] = [[] for _ in range(n)]
+    rejected: dict[str, int] = {}
+    position = 0
+    for record in _records(req):
+        reason = _reject_reason(record)
+        if reason is not None:
+            rejected[reason] = rejected.get(reason, 0) + 1
+        else:
+            picks[zlib.crc32(record.trace_id) % n if n > 1 else 0].append(position)
+        position += 1
+    return picks, [Rejected(r, c) for r, c in rejected.items()]
+
+
+def events_at(req: ExportLogsServiceRequest, picks: Iterable[int]) -> list[LogEvent]:
+    """The ``LogEvent`` of each record at these positions (ascending, already judged usable)."""
+    wanted = set(picks)
+    return [_event(record) for position, record in enumerate(_records(req)) if position in wanted]
+
+
+def events_from_request(req: ExportLogsServiceRequest) -> tuple[list[LogEvent], list[Rejected]]:
+    """Every usable record's ``LogEvent``; the others counted by reason. Never raises on content."""
+    picks, rejected = route_records(req, 1)
+    return events_at(req, picks[0]), rejected
+
+
+def joined(spans: Sequence[SpanRecord], logs: Sequence[LogEvent]) -> tuple[SpanRecord, ...]:
+    """The trace's spans with each log event added to the events of the span it names, in arrival order
+    after the span's own; a record naming no span of the trace goes to the innermost span open at its time,
+    else to the root. The spans as they are when there are no log events or no spans."""
+    spans = tuple(spans)
+    if not logs or not spans:
+        return spans
+    position = {s.span_id: i for i, s in enumerate(spans)}
+    extra: dict[int, list[SpanEvent]] = {}
+    for log in logs:
+        i = position.get(log.span_id) if log.span_id else None
+        if i is None:
+            i = _enclosing(spans, log.event.time_ns)
+        extra.setdefault(i, []).append(log.event)
+    return tuple(replace(s, events=s.events + tuple(extra[i])) if i in extra else s for i, s in enumerate(spans))
+
+
+def _enclosing(spans: tuple[SpanRecord, ...], time_ns: int) -> int:
+    """The latest-starting span open at ``time_ns`` (the innermost, for properly nested spans), else the
+    earliest root (a span without a parent in the trace), else the earliest span."""
+    open_at = [i for i, s in enumerate(spans) if time_ns and s.start_ns <= time_ns <= s.end_ns]
+    if open_at:
+        return max(open_at, key=lambda i: (spans[i].start_ns, -i))
+    ids = {s.span_id for s in spans}
+    roots = [i for i, s in enumerate(spans) if not s.parent_id or s.parent_id not in ids] or list(range(len(spans)))
+    return min(roots, key=lambda i: (spans[i].start_ns, i))
+
+
+def _records(req: ExportLogsServiceRequest) -> Iterable[Any]:
+    for rl in req.resource_logs:
+        for sl in rl.scope_logs:
+            yield from sl.log_records
+
+
+def _reject_reason(record: Any) -> str | None:
+    # Not read first: an application's own log lines (no trace id, or any) are not ours to join.
+    if not keeps_event(_name(record)):
+        return "not_read"
+    trace_id = record.trace_id
+    return "no_trace_id" if len(trace_id) != 16 or trace_id == _ZERO_TRACE_ID else None
+
+
+def _name(record: Any) -> str:
+    if record.event_name:
+        return record.event_name
+    for kv in record.attributes:
+        if kv.key == EVENT_NAME:
+            return kv.value.string_value
+    return ""
+
+
+def _event(record: Any) -> LogEvent:
+    budget = Budget(MAX_SPAN_TEXT)
+    attributes: list[tuple[str, Any]] = []
+    for kv in record.attributes:
+        if len(attributes) >= MAX_EVENT_ATTRIBUTES:
+            break
+        if kv.key != EVENT_NAME:
+            attributes.append((kv.key[:256], budget.value(kv.value, 0)))
+    body = record.body
+    which = body.WhichOneof("value")
+    if which == "kvlist_value":
+        taken = {k for k, _ in attributes}
+        for kv in body.kvlist_value.values:
+            if len(attributes) >= MAX_EVENT_ATTRIBUTES:
+                break
+            key = kv.key[:256]
+            if key not in taken:
+                attributes.append((key, budget.value(kv.value, 1)))
+                taken.add(key)
+    elif which is not None:
+        attributes.append((BODY_CONTENT, budget.value(body, 0)))
+    span_id = record.span_id
+    span_id = span_id if len(span_id) == 8 and span_id != _ZERO_SPAN_ID else b""
+    time_ns = int(record.time_unix_nano or record.observed_time_unix_nano)
+    return LogEvent(bytes(record.trace_id), bytes(span_id), SpanEvent(_name(record)[:256], time_ns, tuple(attributes)))
