@@ -170,7 +170,8 @@ def build(cfg: ServiceConfig, specs) -> Service:
         budget = PoolBudget(cfg.max_buffered_spans, max_backlog=4 * cfg.max_request_bytes)
         grading = budget.pool = WorkerPool(cfg, n, telemetry, budget)
         intake = Intake(grading.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute,
-                        owners=n, prepare=grading.prepare)
+                        owners=n, prepare=grading.prepare, submit_logs=grading.submit_logs,
+                        prepare_logs=grading.prepare_logs)
     else:
         budget = SpanBudget(cfg.max_buffered_spans)
         rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation,
@@ -184,7 +185,8 @@ def build(cfg: ServiceConfig, specs) -> Service:
         loop = AssemblerLoop(Assembler(worker.submit, limits=limits, count=telemetry.add, release=budget.release),
                              tick=limits.bucket)
         grading = InProcess(loop, worker)
-        intake = Intake(loop.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute)
+        intake = Intake(loop.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute,
+                        submit_logs=loop.submit_logs)
     common = dict(max_request_bytes=cfg.max_request_bytes, retry_after=cfg.retry_after, token=cfg.bearer_token)
     receivers = []
     if cfg.grpc is not None:
