@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 OUT = Path(__file__).resolve().parent
-NAMES = ("clean", "forbidden", "injected", "user_supplied")
+NAMES = ("clean", "forbidden", "injected", "user_supplied", "confirmed", "unconfirmed", "other_order")
+"""The four scenarios and the policy ones (tests/scenarios.py)."""
 LATEST = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
 MODES = {
     "legacy": {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"},
@@ -71,8 +72,12 @@ class ScriptedModel:
         self.turns, self.answer, self.served = list(turns), answer, 0
 
     def completion(self) -> dict:
+        from tests.scenarios import Ask
+
         turn, self.served = self.served, self.served + 1
-        if turn < len(self.turns):
+        if turn < len(self.turns) and isinstance(self.turns[turn], Ask):  # a question back to the user
+            message, finish = {"role": "assistant", "content": self.turns[turn].text}, "stop"
+        elif turn < len(self.turns):
             calls = [{"id": f"call_{turn}_{n}", "type": "function",
                       "function": {"name": c.tool, "arguments": json.dumps(c.args)}}
                      for n, c in enumerate(self.turns[turn])]
@@ -89,11 +94,11 @@ class ScriptedModel:
 
 
 def tool_definitions() -> list[dict]:
-    from tests.scenarios import TOOLS
+    from tests.scenarios import POLICY_TOOLS
 
     return [{"type": "function", "function": {"name": t, "description": f"The {t.replace('_', ' ')} tool.",
                                               "parameters": {"type": "object", "additionalProperties": True}}}
-            for t in TOOLS]
+            for t in POLICY_TOOLS]
 
 
 def run_mode(mode: str) -> None:
@@ -108,7 +113,9 @@ def run_mode(mode: str) -> None:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from tests.scenarios import BY_NAME
+    from tests.scenarios import BY_NAME, POLICY_SCENARIOS
+
+    scenarios = {**BY_NAME, **{s.name: s for s in POLICY_SCENARIOS}}
 
     spans, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
     tracer_provider, logger_provider = TracerProvider(), LoggerProvider()
@@ -120,7 +127,7 @@ def run_mode(mode: str) -> None:
     tracer = tracer_provider.get_tracer("luckrate.capture")
     try:
         for name in NAMES:
-            scenario = BY_NAME[name]
+            scenario = scenarios[name]
             model.load(scenario.turns, scenario.answer)
             with tracer.start_as_current_span(f"eval {name}", attributes={"luckrate.output_ok": True}):
                 tool_loop(client, scenario)
@@ -136,13 +143,19 @@ def run_mode(mode: str) -> None:
 
 
 def tool_loop(client, scenario) -> None:
-    """The application's own loop: ask the model, run the tools it asks for, send the results back."""
+    """The application's own loop: ask the model, run the tools it asks for, send the results back; when
+    the model asks the user something (an ``Ask`` turn), the user's scripted reply is the next message."""
+    from tests.scenarios import Ask
+
     results = {c.tool: c for c in scenario.calls}
     messages: list[dict] = [{"role": "system", "content": "You are a support agent."},
                             {"role": "user", "content": scenario.user}]
-    for _ in range(len(scenario.turns) + 1):
+    for turn in [*scenario.turns, None]:
         reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tool_definitions())
         message = reply.choices[0].message
+        if isinstance(turn, Ask):
+            messages += [{"role": "assistant", "content": message.content}, {"role": "user", "content": turn.reply}]
+            continue
         if not message.tool_calls:
             return
         messages.append({"role": "assistant", "content": None, "tool_calls": [
