@@ -85,7 +85,8 @@ class Intake:
         ``owners`` grading processes; ``prepare(request, judged, raw)`` makes what ``submit`` takes, by
         default the records of those spans. Grading processes take the request itself
         (``workers.WorkerPool``). ``submit_logs`` and ``prepare_logs`` are the same for log records (by
-        default their ``LogEvent``s); without ``submit_logs`` log records are refused as undecodable."""
+        default their ``LogEvent``s); without ``submit_logs`` the intake takes no log records (``accept_logs``
+        raises)."""
         self._submit = submit
         self._owners = owners
         self._prepare = prepare or self._records
