@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
@@ -30,7 +29,7 @@ from luckrate.adapters.otlp.compaction import (
     Rejected,
     keeps_event,
 )
-from luckrate.adapters.otlp.spans import SpanEvent, SpanRecord
+from luckrate.adapters.otlp.spans import SpanEvent, SpanRecord, new_record
 
 LOG_REJECT_REASONS = ("not_read", "no_trace_id")
 """Why a log record is not kept (closed set, safe as a metric attribute): it is no event the adapters read
@@ -44,9 +43,9 @@ _ZERO_TRACE_ID = bytes(16)
 _ZERO_SPAN_ID = bytes(8)
 
 
-@dataclass(frozen=True, slots=True)
-class LogEvent:
-    """One kept log record, waiting to be joined to its trace."""
+class LogEvent(NamedTuple):
+    """One kept log record, waiting to be joined to its trace. A named tuple rather than a frozen dataclass:
+    one is made per record a receiver takes, and a tuple is built in a third of the time (and smaller)."""
 
     trace_id: bytes
     """16 bytes, never all zero."""
@@ -73,9 +72,23 @@ def route_records(req: ExportLogsServiceRequest, n: int) -> tuple[list[list[int]
 
 
 def events_at(req: ExportLogsServiceRequest, picks: Iterable[int]) -> list[LogEvent]:
-    """The ``LogEvent`` of each record at these positions (ascending, already judged usable)."""
-    wanted = set(picks)
-    return [_event(record) for position, record in enumerate(_records(req)) if position in wanted]
+    """The ``LogEvent`` of each record at these positions (ascending, counted over the request's records in
+    order, already judged usable), as ``compaction.records_at`` reaches its spans."""
+    events: list[LogEvent] = []
+    wanted = iter(picks)
+    pick = next(wanted, None)
+    first = 0
+    for rl in req.resource_logs:
+        for sl in rl.scope_logs:
+            if pick is None:
+                return events
+            records = sl.log_records
+            end = first + len(records)
+            while pick is not None and pick < end:
+                events.append(_event(records[pick - first]))
+                pick = next(wanted, None)
+            first = end
+    return events
 
 
 def events_from_request(req: ExportLogsServiceRequest) -> tuple[list[LogEvent], list[Rejected]]:
@@ -98,7 +111,13 @@ def joined(spans: Sequence[SpanRecord], logs: Sequence[LogEvent]) -> tuple[SpanR
         if i is None:
             i = _enclosing(spans, log.event.time_ns)
         extra.setdefault(i, []).append(log.event)
-    return tuple(replace(s, events=s.events + tuple(extra[i])) if i in extra else s for i, s in enumerate(spans))
+    return tuple(_with_events(s, extra[i]) if i in extra else s for i, s in enumerate(spans))
+
+
+def _with_events(s: SpanRecord, events: list[SpanEvent]) -> SpanRecord:
+    """``dataclasses.replace(s, events=...)``, at ``new_record``'s speed (a third of replace's time)."""
+    return new_record(s.trace_id, s.span_id, s.parent_id, s.name, s.kind, s.start_ns, s.end_ns, s.status_code,
+                      s.status_message, s.layout, s.values, s.events + tuple(events))
 
 
 def _enclosing(spans: tuple[SpanRecord, ...], time_ns: int) -> int:
@@ -141,29 +160,29 @@ def _event(record: Any) -> LogEvent:
     # structured messages are trees of small values, and counting each cost the logs path more than the
     # whole rest of a graded run (benchmarks/logs_path.py). A larger record is converted counting.
     value = _plain if record.ByteSize() <= MAX_SPAN_TEXT else Budget(MAX_SPAN_TEXT).value
+    name = record.event_name
     attributes: list[tuple[str, Any]] = []
+    add = attributes.append
     for kv in record.attributes:
-        if len(attributes) >= MAX_EVENT_ATTRIBUTES:
-            break
-        if kv.key != EVENT_NAME:
-            attributes.append((kv.key[:256], value(kv.value, 0)))
+        key = kv.key
+        if key == EVENT_NAME:
+            name = name or kv.value.string_value
+        elif len(attributes) < MAX_EVENT_ATTRIBUTES:
+            add((key[:256], value(kv.value, 0)))
     body = record.body
     which = body.WhichOneof("value")
-    if which == "kvlist_value":
-        taken = {k for k, _ in attributes}
+    if which == "kvlist_value":  # its fields beside the attributes, as a span event of the same conventions
         for kv in body.kvlist_value.values:
             if len(attributes) >= MAX_EVENT_ATTRIBUTES:
                 break
-            key = kv.key[:256]
-            if key not in taken:
-                attributes.append((key, value(kv.value, 1)))
-                taken.add(key)
+            add((kv.key[:256], value(kv.value, 1)))
     elif which is not None:
-        attributes.append((BODY_CONTENT, value(body, 0)))
+        add((BODY_CONTENT, value(body, 0)))
     span_id = record.span_id
-    span_id = span_id if len(span_id) == 8 and span_id != _ZERO_SPAN_ID else b""
-    time_ns = int(record.time_unix_nano or record.observed_time_unix_nano)
-    return LogEvent(bytes(record.trace_id), bytes(span_id), SpanEvent(_name(record)[:256], time_ns, tuple(attributes)))
+    if len(span_id) != 8 or span_id == _ZERO_SPAN_ID:
+        span_id = b""
+    return LogEvent(record.trace_id, span_id,
+                    SpanEvent(name[:256], record.time_unix_nano or record.observed_time_unix_nano, tuple(attributes)))
 
 
 _SCALARS = frozenset({"bool_value", "int_value", "double_value"})
@@ -185,7 +204,15 @@ def _plain(v: Any, depth: int) -> Any:
     if depth >= MAX_DEPTH:
         return None
     if which == "kvlist_value":
-        return {kv.key[:256]: _plain(kv.value, depth + 1) for kv in v.kvlist_value.values[:MAX_ITEMS]}
+        items = v.kvlist_value.values
+        if len(items) > MAX_ITEMS:
+            items = items[:MAX_ITEMS]
+        depth += 1
+        return {kv.key[:256]: _plain(kv.value, depth) for kv in items}
     if which == "array_value":
-        return [_plain(x, depth + 1) for x in v.array_value.values[:MAX_ITEMS]]
+        items = v.array_value.values
+        if len(items) > MAX_ITEMS:
+            items = items[:MAX_ITEMS]
+        depth += 1
+        return [_plain(x, depth) for x in items]
     return None
