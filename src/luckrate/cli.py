@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(p)
     p.set_defaults(func=cmd_convert)
 
-    _add_module(sub, "serve", "luckrate.service.app", "receive OTLP traces, grade them, export metrics")
+    _add_module(sub, "serve", "luckrate.service.app", "receive OTLP traces and logs, grade them, export metrics")
     _add_module(sub, "demo", "luckrate.demo", "send demo agent traces to an OTLP endpoint")
     return parser
 

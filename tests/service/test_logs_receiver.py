@@ -333,3 +333,40 @@ def test_the_sdk_exporters_on_two_pipelines(service, protocol, mode):
     s = graded(service)
     assert total(s, "luckrate_log_records_assembled_total") == n_records(logs)
     assert total(s, "luckrate_violations_total", check="forbidden", tool="delete_account") == 1
+
+
+def test_grpc_health_knows_the_logs_service(service):
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    target, _ = urls(service)
+    with grpc.insecure_channel(target) as channel:
+        reply = health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service="opentelemetry.proto.collector.logs.v1.LogsService"), timeout=5)
+    assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+@pytest.mark.parametrize("kind", ["grpc", "http"])
+def test_logs_receiver_lifecycle(kind):
+    """Each receiver alone with an intake that takes log records: start → consume → shutdown, shutdown
+    twice, and shutdown without start."""
+    from luckrate.service.assembler import SpanBudget
+    from luckrate.service.intake import Intake
+    from luckrate.service.receiver_grpc import GrpcReceiver
+    from luckrate.service.receiver_http import HttpReceiver
+
+    got: list = []
+    intake = Intake(lambda batch: None, SpanBudget(1000), lambda *a, **k: None, submit_logs=got.append)
+    cls = GrpcReceiver if kind == "grpc" else HttpReceiver
+    make = lambda: cls(Endpoint("127.0.0.1", 0), intake, max_request_bytes=LIMIT, retry_after=1)  # noqa: E731
+    make().shutdown()
+    receiver = make()
+    receiver.start()
+    _, logs = capture("clean", "legacy")
+    if kind == "grpc":
+        with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
+            LogsServiceStub(channel).Export(logs, timeout=5)
+    else:
+        assert post(f"http://127.0.0.1:{receiver.port}/v1/logs", logs.SerializeToString(), PROTO)[0] == 200
+    receiver.shutdown()
+    receiver.shutdown()
+    assert [len(batch) for batch in got] == [n_records(logs)]
