@@ -52,7 +52,7 @@ _FLAGS = (
     ("--idle-timeout", "idle_timeout", float, "quiet seconds before grading a trace without root (default 30)"),
     ("--max-trace-age", "max_trace_age", float, "grade a trace this many seconds after its first span"),
     ("--max-spans-per-trace", "max_spans_per_trace", int, "grade a trace once it has this many spans"),
-    ("--max-buffered-spans", "max_buffered_spans", int, "spans buffered before back-pressure"),
+    ("--max-buffered-spans", "max_buffered_spans", int, "spans (and log records) buffered before back-pressure"),
     ("--max-request-bytes", "max_request_bytes", int, "largest request after decompression (default 64 MiB)"),
     ("--http-max-connections", "http_max_connections", int, "OTLP/HTTP connections served at once (default 256)"),
     ("--http-request-timeout", "http_request_timeout", float,
