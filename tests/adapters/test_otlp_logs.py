@@ -225,3 +225,55 @@ def test_only_a_logs_file_is_bad_input():
     _, logs = capture("clean", "legacy")
     with pytest.raises(InvalidInput, match="only log records: give the trace files they belong to"):
         read_otlp_files([(logs, "logs")])
+
+
+# Traceloop's Anthropic instrumentation: records name the application span around the model call.
+ANTHROPIC = Path(__file__).resolve().parents[1] / "testdata" / "anthropic"
+ALL_NAMES = NAMES + ("confirmed", "unconfirmed", "other_order")
+
+
+def anthropic(name: str, mode: str):
+    from tests.scenarios import POLICY_SCENARIOS
+
+    stem = ANTHROPIC / f"{name}.{mode}.anthropic"
+    scenario = {**BY_NAME, **{s.name: s for s in POLICY_SCENARIOS}}[name]
+    return (Path(f"{stem}.traces.otlp").read_bytes(), Path(f"{stem}.logs.otlp").read_bytes()), scenario
+
+
+@pytest.mark.parametrize("name", ALL_NAMES)
+@pytest.mark.parametrize("mode", ["events", "events.nocontent"])
+def test_records_naming_the_application_span_join_the_model_span_open_inside_it(name, mode):
+    (traces, logs), _ = anthropic(name, mode)
+    spans, _ = records_from_request(ExportTraceServiceRequest.FromString(traces))
+    events, rejected = events_from_request(logs_request_from_protobuf(logs))
+    root = next(s for s in spans if not s.parent_id)
+    assert not rejected and {e.span_id for e in events} == {root.span_id}
+    out = joined(spans, events)
+    assert next(s for s in out if s.span_id == root.span_id).events == ()
+    for model in (s for s in out if s.name == "anthropic.chat"):
+        assert [e.name for e in model.events].count("gen_ai.choice") >= 1
+        assert all(model.start_ns <= e.time_ns <= model.end_ns for e in model.events)
+    assert sum(len(s.events) for s in out) == len(events)
+
+
+@pytest.mark.parametrize("name", ALL_NAMES)
+@pytest.mark.parametrize("mode", ["events", "events.nocontent", "attributes"])
+def test_the_tool_sequence_is_read_from_traceloop_records(name, mode):
+    (traces, logs), scenario = anthropic(name, mode)
+    (run,) = read_otlp_files([(traces, "traces")], [(logs, "logs")])
+    assert [s.tool for s in run.steps] == [c.tool for c in scenario.calls]
+
+
+@pytest.mark.parametrize("name", ALL_NAMES)
+@pytest.mark.parametrize("mode", [
+    "attributes",
+    pytest.param("events", marks=pytest.mark.xfail(strict=False, reason=(
+        "the message records carry Anthropic content blocks (tool_result in a user message, the user's "
+        "reply as blocks), which the model-message reading does not take yet: results and later user turns "
+        "are missing, so provenance and the policy checks misjudge these runs"))),
+])
+def test_traceloop_anthropic_captures_graded_with_their_logs(name, mode):
+    (traces, logs), scenario = anthropic(name, mode)
+    (run,) = read_otlp_files([(traces, "traces")], [(logs, "logs")])
+    g = grade(run, spec_for(load_specs(SPEC), run.agent))
+    assert {(v.check, v.tool) for v in g.violations} == scenario.expected

@@ -98,18 +98,30 @@ def events_from_request(req: ExportLogsServiceRequest) -> tuple[list[LogEvent], 
 
 
 def joined(spans: Sequence[SpanRecord], logs: Sequence[LogEvent]) -> tuple[SpanRecord, ...]:
-    """The trace's spans with each log event added to the events of the span it names, in arrival order
-    after the span's own; a record naming no span of the trace goes to the innermost span open at its time,
-    else to the root. The spans as they are when there are no log events or no spans."""
+    """The trace's spans with each log event added to the events of the span it belongs to, in arrival
+    order after the span's own: the innermost span open at the record's time within the span it names
+    (that span itself, unless one of its descendants was open then), or, when it names no span of the
+    trace, within the whole trace, else the root. The spans as they are when there are no log events or no
+    spans.
+
+    Within: the contrib instrumentations name the model span that produced a record, which has no
+    children; Traceloop's name the application span around the model call, and the record belongs to the
+    model span open inside it when it was emitted."""
     spans = tuple(spans)
     if not logs or not spans:
         return spans
     position = {s.span_id: i for i, s in enumerate(spans)}
+    children: dict[bytes, list[int]] = {}
+    for i, s in enumerate(spans):
+        if s.parent_id:
+            children.setdefault(s.parent_id, []).append(i)
     extra: dict[int, list[SpanEvent]] = {}
     for log in logs:
         i = position.get(log.span_id) if log.span_id else None
         if i is None:
             i = _enclosing(spans, log.event.time_ns)
+        elif log.span_id in children:
+            i = _innermost_under(spans, i, log.event.time_ns, children)
         extra.setdefault(i, []).append(log.event)
     return tuple(_with_events(s, extra[i]) if i in extra else s for i, s in enumerate(spans))
 
@@ -118,6 +130,19 @@ def _with_events(s: SpanRecord, events: list[SpanEvent]) -> SpanRecord:
     """``dataclasses.replace(s, events=...)``, at ``new_record``'s speed (a third of replace's time)."""
     return new_record(s.trace_id, s.span_id, s.parent_id, s.name, s.kind, s.start_ns, s.end_ns, s.status_code,
                       s.status_message, s.layout, s.values, s.events + tuple(events))
+
+
+def _innermost_under(spans: tuple[SpanRecord, ...], i: int, time_ns: int, children: dict[bytes, list[int]]) -> int:
+    """From span ``i`` down to the latest-starting descendant open at ``time_ns`` (``i`` when none is)."""
+    seen = {i}  # a parent cycle in attacker-sent spans must not loop
+    while time_ns:
+        open_at = [k for k in children.get(spans[i].span_id, ()) if k not in seen
+                   and spans[k].start_ns <= time_ns <= spans[k].end_ns]
+        if not open_at:
+            break
+        i = max(open_at, key=lambda k: (spans[k].start_ns, -k))
+        seen.add(i)
+    return i
 
 
 def _enclosing(spans: tuple[SpanRecord, ...], time_ns: int) -> int:
