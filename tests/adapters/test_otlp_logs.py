@@ -175,7 +175,8 @@ REJECTED = [
 @pytest.mark.parametrize("what, record, reason", REJECTED, ids=[r[0] for r in REJECTED])
 def test_records_not_kept_are_counted_by_reason(what, record, reason):
     req = ExportLogsServiceRequest()
-    req.resource_logs.add().scope_logs.add().log_records.extend([record, _record(trace_id=TRACE, event_name="gen_ai.choice")])
+    usable = _record(trace_id=TRACE, event_name="gen_ai.choice")
+    req.resource_logs.add().scope_logs.add().log_records.extend([record, usable])
     events, rejected = events_from_request(req)
     assert [(r.reason, r.count) for r in rejected] == [(reason, 1)]
     assert len(events) == 1
@@ -206,7 +207,8 @@ def test_a_record_naming_no_span_of_its_trace_goes_to_the_innermost_span_open_at
 
 LOG_FILE_ERRORS = [
     ("records of a trace no trace file holds", "other", "1 log record(s) of 1 trace(s) no trace file holds"),
-    ("a GenAI record without a trace id", "no_trace", "logs: log records that cannot be joined to a trace: 1 no_trace_id"),
+    ("a GenAI record without a trace id", "no_trace",
+     "logs: log records that cannot be joined to a trace: 1 no_trace_id"),
 ]
 
 

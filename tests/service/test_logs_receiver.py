@@ -302,13 +302,14 @@ def test_the_sdk_exporters_on_two_pipelines(service, protocol, mode):
         from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
-        spans_out, logs_out = OTLPSpanExporter(endpoint=target, insecure=True), OTLPLogExporter(endpoint=target,
-                                                                                               insecure=True)
+        spans_out = OTLPSpanExporter(endpoint=target, insecure=True)
+        logs_out = OTLPLogExporter(endpoint=target, insecure=True)
     else:
         from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        spans_out, logs_out = OTLPSpanExporter(endpoint=http + "/v1/traces"), OTLPLogExporter(endpoint=http + "/v1/logs")
+        spans_out = OTLPSpanExporter(endpoint=http + "/v1/traces")
+        logs_out = OTLPLogExporter(endpoint=http + "/v1/logs")
     tracer_provider, logger_provider = TracerProvider(), LoggerProvider()
     tracer_provider.add_span_processor(BatchSpanProcessor(spans_out))
     logger_provider.add_log_record_processor(BatchLogRecordProcessor(logs_out))

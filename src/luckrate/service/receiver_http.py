@@ -1,5 +1,5 @@
-"""OTLP/HTTP receiver: ``POST /v1/traces`` and ``POST /v1/logs`` (protobuf or JSON, optionally gzip; a Content-Length or a chunked
-body, see http_framing) and ``/healthz``, ``/readyz``.
+"""OTLP/HTTP receiver: ``POST /v1/traces`` and ``POST /v1/logs`` (protobuf or JSON, optionally gzip; a
+Content-Length or a chunked body, see http_framing) and ``/healthz``, ``/readyz``.
 
 Stdlib only (ThreadingHTTPServer): one thread per connection, HTTP/1.1 keep-alive. Answers follow the
 OTLP spec and the Collector's receiver: 415 for other media types, 405 for other methods, 413 over the

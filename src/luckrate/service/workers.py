@@ -251,7 +251,8 @@ class WorkerPool:
         with slot.lock:
             slot.settled += report.settled
             slot.settled_records += report.settled_records
-        self._budget.release(report.settled + report.settled_records)  # before counting, so whoever sees the count also sees the room
+        # Before counting, so whoever sees the count also sees the room.
+        self._budget.release(report.settled + report.settled_records)
         with self._apply_lock:
             slot.active += apply(report, self._telemetry)
             if self._verdicts is not None:

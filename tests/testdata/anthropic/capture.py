@@ -126,7 +126,8 @@ def run_mode(mode: str) -> None:
             with tracer.start_as_current_span(f"eval {name}", attributes={"luckrate.output_ok": True}):
                 tool_loop(client, scenario)
             stem = f"{name}.{mode}.anthropic"
-            (OUT / f"{stem}.traces.otlp").write_bytes(encode_spans(list(spans.get_finished_spans())).SerializeToString())
+            traces_request = encode_spans(list(spans.get_finished_spans()))
+            (OUT / f"{stem}.traces.otlp").write_bytes(traces_request.SerializeToString())
             (OUT / f"{stem}.logs.otlp").write_bytes(encode_logs(list(logs.get_finished_logs())).SerializeToString())
             spans.clear()
             logs.clear()

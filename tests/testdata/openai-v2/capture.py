@@ -159,7 +159,8 @@ def tool_loop(client, scenario) -> None:
         if not message.tool_calls:
             return
         messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": tc.id, "type": "function", "function": {"name": tc.function.name, "arguments": tc.function.arguments}}
+            {"id": tc.id, "type": "function",
+             "function": {"name": tc.function.name, "arguments": tc.function.arguments}}
             for tc in message.tool_calls]})
         for tc in message.tool_calls:
             call = results[tc.function.name]
