@@ -12,6 +12,10 @@ content, the same traffic:
 
 For reference, ``latest.span_only`` sends the same messages as JSON strings in span attributes.
 
+Memory: the bytes ``tracemalloc`` sees allocated by converting and holding each mode's records in an
+``Assembler`` whose traces never complete (their spans never come), per record held: what a record costs
+the buffer that ``max_buffered_spans`` bounds, beside stages.py's bytes per buffered tool span.
+
 Each round takes every scenario's capture ``COPIES`` times with fresh trace ids through what ``luckrate
 serve`` does to them in one process, without servers or threads (as stages.py): decode, compact (spans
 packed; records to ``LogEvent``s), assemble (records held beside their traces, joined when the trace is
@@ -24,9 +28,11 @@ most 1.10.
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -112,10 +118,32 @@ def one_round(runs: list[tuple[bytes, bytes | None]], specs) -> tuple[float, int
     return time.process_time() - start, graded
 
 
+def bytes_per_held_record(mode: str, copies: int = 50) -> float:
+    """Python-object bytes per log record held (converted, waiting for its trace's spans)."""
+    runs, _ = workload(mode, copies)
+    bodies = [logs for _, logs in runs if logs is not None]
+    asm = Assembler(lambda t: None, limits=Limits(root_grace=3600, idle_timeout=3600, max_trace_age=3600))
+    asm.add_logs(events_from_request(logs_request_from_protobuf(bodies[0]))[0])  # warm
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    held = 0
+    for body in bodies[1:]:
+        events = events_from_request(logs_request_from_protobuf(body))[0]
+        held += len(events)
+        asm.add_logs(events)
+        del events
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return (after - before) / held
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--copies", type=int, default=COPIES)
+    parser.add_argument("--no-memory", action="store_true")
     args = parser.parse_args(argv)
     specs = load_specs(SPEC)
     loads = {(mode, form): workload(mode, args.copies, form == "span events")
@@ -142,6 +170,10 @@ def main(argv: list[str] | None = None) -> int:
         ratios = [lg / sp for lg, sp in zip(per_run[(mode, "log records")], per_run[(mode, "span events")])]
         print(f"{f'{mode}: log records / span events, per run':<58} {statistics.median(ratios):>9.2f}   "
               f"{' '.join(f'{v:.2f}' for v in ratios)}   target <= {TARGET:.2f}")
+    if not args.no_memory:
+        for mode in PAIRS:
+            print(f"{f'{mode}: bytes per held log record (tracemalloc)':<58} "
+                  f"{bytes_per_held_record(mode, args.copies):>9.0f}")
     return 0
 
 
