@@ -279,3 +279,23 @@ def test_traceloop_anthropic_captures_graded_with_their_logs(name, mode):
     (run,) = read_otlp_files([(traces, "traces")], [(logs, "logs")])
     g = grade(run, spec_for(load_specs(SPEC), run.agent))
     assert {(v.check, v.tool) for v in g.violations} == scenario.expected
+
+
+@pytest.mark.parametrize("label, expected", [("pass", True), ("fail", False)])
+def test_an_evaluation_result_sent_as_a_log_record_decides_the_output(label, expected):
+    """GenAI evaluation results are events, which evaluators emit as log records: one tied to the run's
+    root decides output_ok as the same event on the span does."""
+    traces, logs = capture("clean", "legacy")
+    req = ExportTraceServiceRequest.FromString(traces)
+    root = next(s for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans if not s.parent_span_id)
+    del root.attributes[:]  # no luckrate.output_ok: the evaluation decides
+    logs_req = logs_request_from_protobuf(logs)
+    logs_req.resource_logs.add().scope_logs.add().log_records.append(_record(
+        trace_id=root.trace_id, span_id=root.span_id, event_name="gen_ai.evaluation.result",
+        time_unix_nano=root.end_time_unix_nano,
+        attributes=[KeyValue(key="gen_ai.evaluation.name", value=AnyValue(string_value="answer-check")),
+                    KeyValue(key="gen_ai.evaluation.score.label", value=AnyValue(string_value=label))]))
+    (run,) = read_otlp_files([(req.SerializeToString(), "traces")], [(logs_req.SerializeToString(), "logs")])
+    assert run.output_ok is expected
+    (without,) = read_otlp_files([(req.SerializeToString(), "traces")], [(logs, "logs")])
+    assert without.output_ok is None
