@@ -188,3 +188,50 @@ def test_readme_sample_is_what_the_example_command_prints(capsys):
     sample = readme[start:readme.index("```\n", start)]
     assert main(["grade", "--spec", SPEC, RUNS]) == 1
     assert capsys.readouterr().out == sample
+
+
+OPENAI_V2 = ROOT / "tests" / "testdata" / "openai-v2"
+
+
+def _openai_json(name: str, kind: str) -> str:
+    """A capture as the Collector's file exporter writes it: OTLP/JSON, hex ids."""
+    import base64
+
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    message = ExportTraceServiceRequest if kind == "traces" else ExportLogsServiceRequest
+    doc = json_format.MessageToDict(message.FromString((OPENAI_V2 / f"{name}.{kind}.otlp").read_bytes()),
+                                    use_integers_for_enums=True)
+    for outer, inner, items in (("resourceSpans", "scopeSpans", "spans"), ("resourceLogs", "scopeLogs", "logRecords")):
+        for r in doc.get(outer, []):
+            for s in r.get(inner, []):
+                for item in s.get(items, []):
+                    for key in ("traceId", "spanId", "parentSpanId"):
+                        if key in item:
+                            item[key] = base64.b64decode(item[key]).hex()
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize("how", ["--logs", "detected"])
+def test_grade_reads_a_logs_file_beside_the_trace_file(capsys, how):
+    traces = str(OPENAI_V2 / "forbidden.legacy.openai-v2.traces.otlp")
+    logs = str(OPENAI_V2 / "forbidden.legacy.openai-v2.logs.otlp")
+    argv = [traces, "--logs", logs] if how == "--logs" else [logs, traces]
+    assert main(["grade", "--spec", SPEC, "--json", "--format", "otlp", *argv]) == 1
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert [(v["check"], v["tool"]) for v in run["violations"]] == [("forbidden", "delete_account")]
+
+
+def test_grade_reads_otlp_json_logs_files(tmp_path, capsys):
+    traces = write(tmp_path, "t.json", _openai_json("injected.latest.event_only.openai-v2", "traces"))
+    logs = write(tmp_path, "l.json", _openai_json("injected.latest.event_only.openai-v2", "logs"))
+    assert main(["grade", "--spec", SPEC, "--json", "--format", "otlp-json", logs, traces]) == 1
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert [(v["check"], v["tool"]) for v in run["violations"]] == [("taint", "send_email")]
+
+
+def test_logs_with_a_format_that_has_none_exits_2(capsys):
+    assert main(["grade", "--spec", SPEC, RUNS, "--logs", RUNS]) == 2
+    assert capsys.readouterr().err == "luckrate: error: --logs needs --format otlp or otlp-json\n"

@@ -5,7 +5,8 @@ also given by the user) the real frameworks run on scripted fake chat models —
 list, LangGraph under the OpenInference and the Traceloop instrumentations, the OpenAI Agents SDK under
 the GenAI-conventions instrumentation — and captured real runs are read for CrewAI, n8n and the
 frameworks that cannot run here (tests/testdata/<framework>/, each with a README and its capture
-script: the JS ones by a pinned Node script). Every source must yield exactly the scenario's
+script: the JS ones by a pinned Node script), and the OpenAI client instrumentation whose messages travel
+in log records, read with its logs. Every source must yield exactly the scenario's
 expected (check, tool) pairs under examples/spec.py, with content capture on; with it off, the same
 tools in the same order and the same verdicts but taint (which needs the values), and no step lost.
 
@@ -28,7 +29,7 @@ import pytest
 
 from luckrate.adapters import crewai, n8n
 from luckrate.adapters.langgraph import trajectory_from_messages
-from luckrate.adapters.otlp import read_otlp
+from luckrate.adapters.otlp import read_otlp, read_otlp_files
 from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
 from luckrate.core.step import Trajectory
@@ -141,6 +142,26 @@ captures, with content on and off."""
 UNNAMED_AGENTS = {"llama-index+openinference"}
 """Sources whose spans tie no span to the agent running it (see docs/instrumentations.md)."""
 
+
+def openai_client_capture(mode: str) -> Callable[..., Trajectory]:
+    """The contrib OpenAI instrumentation around an application's own tool loop (no agent span, so not
+    among OTLP_SOURCES): spans and log records captured together, read together."""
+
+    def read(s: Scenario) -> Trajectory:
+        stem = TESTDATA / "openai-v2" / f"{s.name}.{mode}.openai-v2"
+        traces, logs = Path(f"{stem}.traces.otlp"), Path(f"{stem}.logs.otlp")
+        if not traces.exists() and s in POLICY_SCENARIOS:
+            pytest.skip(f"no openai-v2 capture of {s.name!r} yet (captured by its script, outside CI)")
+        return _one(read_otlp_files([(traces.read_bytes(), str(traces))], [(logs.read_bytes(), str(logs))]))
+
+    read.__name__ = f"openai_v2_{mode}_capture"
+    return read
+
+
+LOGS_SOURCES = {f"openai-client+{m}": openai_client_capture(m)
+                for m in ("legacy", "latest.event_only", "latest.span_and_event", "latest.span_only")}
+"""Sources whose messages travel in log records (all but span_only, the same content on the spans)."""
+
 MESSAGE_SOURCES = {
     "openai-v2-tool-loop": otlp_capture("openai-v2", "latest"),
     "openai-v2-tool-loop-span-and-event": otlp_capture("openai-v2", "latest-events"),  # off: EVENT_ONLY
@@ -172,6 +193,7 @@ SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "n8n-execution": n8n_capture,
     **OTLP_SOURCES,
     **MESSAGE_SOURCES,
+    **LOGS_SOURCES,
 }
 
 

@@ -26,22 +26,33 @@ from luckrate.progress import Progress
 from luckrate.report import as_json, as_text
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+OTLP_FORMATS = ("otlp", "otlp-json")
 
 
 class UsageError(Exception):
     """Bad input that is not an adapter's: a missing file, a run without a spec."""
 
 
-def _read_all(paths: Sequence[str], fmt: str) -> list[Trajectory]:
+def _read_all(paths: Sequence[str], fmt: str, logs: Sequence[str] = ()) -> list[Trajectory]:
+    if fmt in OTLP_FORMATS:  # logs files join the traces of the trace files: read together
+        from luckrate.adapters.otlp import read_otlp_files
+
+        return read_otlp_files([(_read(p), p) for p in paths], [(_read(p), p) for p in logs],
+                               json=fmt == "otlp-json")
+    if logs:
+        raise UsageError(f"--logs needs --format {' or '.join(OTLP_FORMATS)}")
     read = reader(fmt)
     runs: list[Trajectory] = []
     for path in paths:
-        try:
-            data = Path(path).read_bytes()
-        except OSError as e:
-            raise UsageError(f"{path}: cannot read ({e.strerror})") from None
-        runs.extend(read(data, path))
+        runs.extend(read(_read(path), path))
     return runs
+
+
+def _read(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read ({e.strerror})") from None
 
 
 def _grade_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[RunGrade]:
@@ -58,7 +69,7 @@ def _grade_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[RunGrade]
 
 def cmd_grade(args: argparse.Namespace) -> int:
     specs = load_specs(args.spec)
-    runs = _read_all(args.files, args.format)
+    runs = _read_all(args.files, args.format, args.logs or ())
     grades = _grade_all(runs, specs)
     luck, result = LuckRate.of(grades), gate(grades)
     explained = _explain_all(runs, specs) if args.explain else None
@@ -76,7 +87,7 @@ def _explain_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[list[di
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    for traj in _read_all(args.files, args.format):
+    for traj in _read_all(args.files, args.format, args.logs or ()):
         if not _emit(json.dumps(trajectory_to_dict(traj), ensure_ascii=False)):
             break
     return EXIT_OK
@@ -97,6 +108,10 @@ def _emit(text: str) -> bool:
 def _add_format(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=sorted(FORMATS), default="trajectory",
                         help="input format (default: trajectory, luckrate's JSON / JSON Lines form)")
+    parser.add_argument("--logs", action="append", metavar="FILE",
+                        help="with --format otlp or otlp-json: an OTLP logs file (ExportLogsServiceRequest) whose "
+                             "records join the traces of FILEs; repeatable. A logs file among FILEs is found by "
+                             "its content too")
     parser.add_argument("files", nargs="+", metavar="FILE")
 
 
@@ -117,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(p)
     p.set_defaults(func=cmd_convert)
 
-    _add_module(sub, "serve", "luckrate.service.app", "receive OTLP traces, grade them, export metrics")
+    _add_module(sub, "serve", "luckrate.service.app", "receive OTLP traces and logs, grade them, export metrics")
     _add_module(sub, "demo", "luckrate.demo", "send demo agent traces to an OTLP endpoint")
     return parser
 

@@ -221,7 +221,9 @@ def _from_event(name: str, attributes: tuple[tuple[str, Any], ...]) -> Message:
     if isinstance(content, dict):
         body.update(content)
     if name == "gen_ai.choice" and isinstance(body.get("message"), dict):
-        body = {**body["message"], "role": "assistant"}
+        # The calls are the message's (contrib instrumentations), or beside it in the body (Traceloop's).
+        beside = {"tool_calls": body["tool_calls"]} if "tool_calls" in body else {}
+        body = {**beside, **body["message"], "role": "assistant"}
     role = {"gen_ai.system.message": "system", "gen_ai.user.message": "user", "gen_ai.tool.message": "tool"}.get(
         name, "assistant"
     )

@@ -1,5 +1,5 @@
-"""Decode OTLP trace export requests: protobuf (upb) and OTLP/JSON, with a clear error for a body that is
-neither. What the spans in a request mean is compaction.py's business; this is only the wire."""
+"""Decode OTLP trace and logs export requests: protobuf (upb) and OTLP/JSON, with a clear error for a body
+that is neither. What the spans in a request mean is compaction.py's business; this is only the wire."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from typing import Any
 
 from google.protobuf import json_format, unknown_fields
 from google.protobuf.message import DecodeError
+from google.protobuf.message import Message
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from luckrate.adapters import InvalidInput
@@ -17,7 +19,15 @@ from luckrate.adapters import InvalidInput
 
 def request_from_protobuf(body: bytes) -> ExportTraceServiceRequest:
     """Decode a binary ``ExportTraceServiceRequest``; InvalidInput when it is not one."""
-    req = ExportTraceServiceRequest()
+    return _from_protobuf(body, ExportTraceServiceRequest())
+
+
+def logs_request_from_protobuf(body: bytes) -> ExportLogsServiceRequest:
+    """Decode a binary ``ExportLogsServiceRequest``; InvalidInput when it is not one."""
+    return _from_protobuf(body, ExportLogsServiceRequest())
+
+
+def _from_protobuf(body: bytes, req: Any) -> Any:
     try:
         req.ParseFromString(body)
     except (DecodeError, RecursionError, ValueError) as e:
@@ -31,6 +41,16 @@ def request_from_json(body: bytes | str) -> ExportTraceServiceRequest:
     """Decode OTLP/JSON: hex ids, integer enums, lowerCamelCase keys, 64-bit ints as strings or
     numbers, unknown fields ignored. An id that is not hex decodes to empty bytes so the span is
     rejected (counted) instead of failing the whole request."""
+    return _from_json(body, ExportTraceServiceRequest(), _hex_ids_to_base64)
+
+
+def logs_request_from_json(body: bytes | str) -> ExportLogsServiceRequest:
+    """Decode an OTLP/JSON logs request, as ``request_from_json`` does a traces one; a record whose trace
+    id is not hex has none (and is counted as such)."""
+    return _from_json(body, ExportLogsServiceRequest(), _log_hex_ids_to_base64)
+
+
+def _from_json(body: bytes | str, req: Message, convert_ids: Any) -> Any:
     try:
         doc = json.loads(body)
     except (ValueError, RecursionError) as e:  # ValueError: also an integer over 4300 digits
@@ -39,8 +59,7 @@ def request_from_json(body: bytes | str) -> ExportTraceServiceRequest:
         raise InvalidInput(f"OTLP/JSON must be an object, got {type(doc).__name__}")
     _check_top_level(doc)
     try:
-        _hex_ids_to_base64(doc)
-        req = ExportTraceServiceRequest()
+        convert_ids(doc)
         json_format.ParseDict(doc, req, ignore_unknown_fields=True)
     except (json_format.ParseError, TypeError, AttributeError, RecursionError, ValueError, OverflowError,
             SystemError) as e:
@@ -69,6 +88,13 @@ def _hex_ids_to_base64(doc: dict[str, Any]) -> None:
         for link in span.get("links") or ():
             if isinstance(link, dict):
                 _convert_ids(link, ("traceId", "spanId"))
+
+
+def _log_hex_ids_to_base64(doc: dict[str, Any]) -> None:
+    for rl in _dicts(doc.get("resourceLogs")):
+        for sl in _dicts(rl.get("scopeLogs")):
+            for record in _dicts(sl.get("logRecords")):
+                _convert_ids(record, ("traceId", "spanId"))
 
 
 def _json_spans(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
