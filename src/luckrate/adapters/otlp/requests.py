@@ -32,9 +32,13 @@ def _from_protobuf(body: bytes, req: Any) -> Any:
         req.ParseFromString(body)
     except (DecodeError, RecursionError, ValueError) as e:
         raise InvalidInput(f"undecodable OTLP protobuf ({e or type(e).__name__})") from None
-    if not req.resource_spans and len(unknown_fields.UnknownFieldSet(req)):
-        raise InvalidInput("not an OTLP trace export: no resource_spans (field 1), only unknown fields")
+    if not req.ListFields() and len(unknown_fields.UnknownFieldSet(req)):
+        field = req.DESCRIPTOR.fields[0].name
+        raise InvalidInput(f"not an OTLP {_SIGNAL[field]} export: no {field} (field 1), only unknown fields")
     return req
+
+
+_SIGNAL = {"resource_spans": "trace", "resource_logs": "logs"}
 
 
 def request_from_json(body: bytes | str) -> ExportTraceServiceRequest:
@@ -57,7 +61,7 @@ def _from_json(body: bytes | str, req: Message, convert_ids: Any) -> Any:
         raise InvalidInput(f"undecodable OTLP/JSON ({str(e)[:200]})") from None
     if not isinstance(doc, dict):
         raise InvalidInput(f"OTLP/JSON must be an object, got {type(doc).__name__}")
-    _check_top_level(doc)
+    _check_top_level(doc, req.DESCRIPTOR.fields[0])
     try:
         convert_ids(doc)
         json_format.ParseDict(doc, req, ignore_unknown_fields=True)
@@ -68,17 +72,16 @@ def _from_json(body: bytes | str, req: Message, convert_ids: Any) -> Any:
     return req
 
 
-_TOP_LEVEL = ("resourceSpans", "resource_spans")
-
-
-def _check_top_level(doc: dict[str, Any]) -> None:
+def _check_top_level(doc: dict[str, Any], field: Any) -> None:
     """Refuse an object that is not an export at all (``{"hello": "world"}``, a trajectory-form run).
 
-    ``{}`` is a legal empty export. Unknown keys beside ``resourceSpans`` are ignored, as OTLP requires of
-    receivers (a newer sender's fields); without ``resourceSpans`` nothing says the body is OTLP."""
-    if doc and not any(key in doc for key in _TOP_LEVEL):
+    ``{}`` is a legal empty export. Unknown keys beside ``resourceSpans`` (``resourceLogs`` for logs) are
+    ignored, as OTLP requires of receivers (a newer sender's fields); without it nothing says the body is
+    OTLP."""
+    if doc and field.json_name not in doc and field.name not in doc:
         keys = ", ".join(repr(str(k)[:40]) for k in list(doc)[:5])
-        raise InvalidInput(f"not an OTLP trace export: unknown top-level key(s) {keys} (expected 'resourceSpans')")
+        raise InvalidInput(f"not an OTLP {_SIGNAL[field.name]} export: unknown top-level key(s) {keys} "
+                           f"(expected {field.json_name!r})")
 
 
 def _hex_ids_to_base64(doc: dict[str, Any]) -> None:
