@@ -99,9 +99,18 @@ class Request:
 
 
 def endorsed(arg: Argument, origin: Origin, prov: Provenance, request: Request) -> str | None:
-    """Why the request covers a value found only in untrusted free text, or None."""
+    """Why the request covers a value found only in untrusted free text, or None. Nothing is covered where
+    the text that holds the value reads as instructions to the agent (``instructs``), but in a source the
+    user handed tasks to: there, instructions are what the user pointed at."""
     if origin.position in request.delegated:
         return "in the tasks the user handed over to this source"
+    why = _covered(arg, origin, prov, request)
+    if why and instructs(prov.index.texts(origin, arg.matched), arg.matched):
+        return None
+    return why
+
+
+def _covered(arg: Argument, origin: Origin, prov: Provenance, request: Request) -> str | None:
     designated = _designated(origin, prov, request)
     record = prov.index.record(origin)
     if record:
@@ -125,6 +134,52 @@ def endorsed(arg: Argument, origin: Origin, prov: Provenance, request: Request) 
     if kind and not (arg.embedded and kind == "url") and request.words & _KINDS[kind] and designated:
         return f"a {kind} the user asked for, from a source the user pointed at"
     return None
+
+
+# What text says when it speaks to an agent rather than to its reader, in families (English). None is an
+# attack's template: each is how instructions to a model are phrased, whoever wrote them.
+_INSTRUCTION_CUES = tuple(re.compile(c, re.IGNORECASE) for c in (
+    # it names the reader as a model
+    r"\b(?:ai|assistant|chatbot|llm|language model|gpt[\w.-]*|claude|gemini)\b",
+    # it refers to the reader's own instructions
+    r"\b(?:previous|prior|above|earlier|original|initial|all|your|other|new)\s+(?:instructions?|prompts?|directives?|"
+    r"rules|guidelines)\b",
+    # it tells the reader to set them aside
+    r"\b(?:ignore|disregard|forget|override|bypass)\b",
+    # it refers to the reader's own task
+    r"\byour (?:task|goal|objective|job|assignment)\b",
+    # it claims to speak for the system
+    r"\b(?:system|admin(?:istrator)?|developer)\s+(?:message|instruction|notice|override|mode|prompt)",
+    # it asks the reader to keep it from the user
+    r"\b(?:do not|don't|without)\s+(?:tell|inform|notify|mention|ask|asking|telling|informing)\w*\b",
+    # urgency
+    r"\b(?:important|urgent|immediately|mandatory|strictly)\b|!!!",
+))
+INSTRUCTION_CUES = 2
+"""Cue families a text must show to read as instructions to the agent (benchmarks/instructions.py, on the
+development set's untrusted free text): no benign text shows two; the injected texts of three of its six
+attack classes mostly do; a bare imperative ("send X to Y"), a marker line or a misspelt "instructions"
+shows at most one and is not caught this way."""
+
+
+INSTRUCTION_WINDOW = 300
+"""How far before a value its text is read for cues: an instruction leads up to what it asks for, and a
+value written before an injected paragraph (an address, then the injection) is not part of it."""
+
+
+def instructs(texts: list[str], keys: tuple[str, ...]) -> bool:
+    """The text leading up to a value reads as instructions to the agent: ``INSTRUCTION_CUES`` families of
+    ``_INSTRUCTION_CUES`` within ``INSTRUCTION_WINDOW`` characters before the value, and in its own words."""
+    for text in texts:
+        folded = text.casefold()
+        for key in keys:
+            at = folded.find(key)
+            while at >= 0:
+                window = folded[max(0, at - INSTRUCTION_WINDOW):at + len(key)]
+                if sum(1 for cue in _INSTRUCTION_CUES if cue.search(window)) >= INSTRUCTION_CUES:
+                    return True
+                at = folded.find(key, at + len(key))
+    return False
 
 
 def _address_of(address: str, request: Request) -> str | None:
