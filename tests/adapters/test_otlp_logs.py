@@ -267,14 +267,10 @@ def test_the_tool_sequence_is_read_from_traceloop_records(name, mode):
 
 
 @pytest.mark.parametrize("name", ALL_NAMES)
-@pytest.mark.parametrize("mode", [
-    "attributes",
-    pytest.param("events", marks=pytest.mark.xfail(strict=False, reason=(
-        "the message records carry Anthropic content blocks (tool_result in a user message, the user's "
-        "reply as blocks), which the model-message reading does not take yet: results and later user turns "
-        "are missing, so provenance and the policy checks misjudge these runs"))),
-])
+@pytest.mark.parametrize("mode", ["attributes", "events"])
 def test_traceloop_anthropic_captures_graded_with_their_logs(name, mode):
+    # In the events mode the message records carry Anthropic content blocks (tool_use in the assistant's,
+    # tool_result in the user's): read as calls and results, or results, and so taint, went missing.
     (traces, logs), scenario = anthropic(name, mode)
     (run,) = read_otlp_files([(traces, "traces")], [(logs, "logs")])
     g = grade(run, spec_for(load_specs(SPEC), run.agent))

@@ -227,7 +227,24 @@ def _from_event(name: str, attributes: tuple[tuple[str, Any], ...]) -> Message:
     role = {"gen_ai.system.message": "system", "gen_ai.user.message": "user", "gen_ai.tool.message": "tool"}.get(
         name, "assistant"
     )
-    return _chat_message({**body, "role": body.get("role") or role})
+    role = str(body.get("role") or role)
+    if isinstance(body.get("content"), list):  # Anthropic content blocks (Traceloop's events)
+        return _blocks_message(role, body["content"])
+    return _chat_message({**body, "role": role})
+
+
+def _blocks_message(role: str, content: list[Any]) -> Message:
+    """A message whose content is Anthropic content blocks: ``text``, ``tool_use`` (a call the assistant
+    asks for: ``id``, ``name``, ``input``) and ``tool_result`` (the answer to one: ``tool_use_id``,
+    ``content``, ``is_error``)."""
+    blocks = [b for b in content[:MAX_MESSAGES] if isinstance(b, dict)]
+    texts = tuple(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str))
+    calls = tuple(Requested(b["name"], b.get("input"), _id(b.get("id"))) for b in blocks
+                  if b.get("type") == "tool_use" and isinstance(b.get("name"), str))
+    results = [b for b in blocks if b.get("type") == "tool_result"]
+    responses = tuple((_id(b.get("tool_use_id")), b.get("content")) for b in results)
+    failed = _failed([_id(b.get("tool_use_id")) for b in results if marked_failed(b, envelope=False)])
+    return Message(role, texts, calls, responses, failed)
 
 
 _FLAT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.")
