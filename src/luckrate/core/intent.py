@@ -192,9 +192,23 @@ def _address_of(address: str, request: Request) -> str | None:
 
 
 def _named_by_address(origin: Origin, prov: Provenance, request: Request) -> bool:
-    """The call that produced ``origin``'s source was given a URL the user wrote."""
-    return any(forms.url_key(v) is not None and "@" not in v and _written(v, request)
-               for v in prov.index.called_at(origin.position))
+    """The call that produced ``origin``'s source was given a URL the user wrote, and the request does not
+    ask for links *from* it ("the links on <url>")."""
+    for value in prov.index.called_at(origin.position):
+        key = forms.url_key(value)
+        if key is None or "@" in value or not _written(value, request):
+            continue
+        at = request.text.find(value)
+        at = request.text.find(key) if at < 0 else at
+        if at >= 0 and _LINKS_FROM.search(request.text, max(0, at - 60), at):
+            continue
+        return True
+    return False
+
+
+# "the links on <url>", "websites listed at <url>": links asked for from the page the URL names (English).
+_LINKS_FROM = re.compile(r"\b(?:links?|urls?|websites?|sites?|pages?)\b[^.!?\n:(]{0,24}?\b(?:on|at|in|from)\s+"
+                         r"(?:the\s+|my\s+|this\s+)?(?:page\s+|site\s+)?$")
 
 
 def _named(origin: Origin, record: list[Field], prov: Provenance, request: Request) -> Field | None:
