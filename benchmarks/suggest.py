@@ -1,0 +1,188 @@
+"""``luckrate suggest`` measured against hand-written specs: precision and recall of the proposed
+``privileged`` and ``untrusted`` lists, and taint graded with the proposed spec vs the hand-written one.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/suggest.py
+
+Three parts:
+1. the detection dev set (benchmarks/data/detection_*.jsonl.gz, read only), one agent per suite,
+   against the hand-written UNTRUSTED / PRIVILEGED of benchmarks/detection.py. The thresholds are
+   chosen leave-one-suite-out: for each suite, the grid point with the best mean F1 (both lists) on
+   the other three suites is scored on it; the defaults in ``Thresholds`` are shown beside;
+2. taint on the dev set: each run graded with the proposed spec (defaults) and with the hand-written
+   one, F1 against the labels (positive = the injection's calls were made), as detection.py scores it;
+3. the framework captures in tests/testdata and examples/runs.jsonl against examples/spec.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT))
+
+import detection  # noqa: E402
+import detection_traces as dt  # noqa: E402
+
+from luckrate.adapters.formats import reader  # noqa: E402
+from luckrate.adapters.otlp import read_otlp_json  # noqa: E402
+from luckrate.core.grade import grade  # noqa: E402
+from luckrate.core.spec import Spec, load_specs  # noqa: E402
+from luckrate.core.suggest import Tally, Thresholds, propose, render  # noqa: E402
+
+GRID = [Thresholds(sentence_share=s, url_acts=u) for s, u in
+        itertools.product((0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5), (True, False))]
+
+
+def prf(proposed: set[str], truth: set[str]) -> tuple[float | None, float | None, float | None]:
+    tp = len(proposed & truth)
+    p = tp / len(proposed) if proposed else None
+    r = tp / len(truth) if truth else None
+    f = 2 * p * r / (p + r) if p and r else (0.0 if proposed or truth else None)
+    return p, r, f
+
+
+def lists(tally: Tally, th: Thresholds) -> dict[str, dict[str, set[str]]]:
+    proposals, _ = propose(tally, th)
+    return {p.agent: {"privileged": {e.tool for e in p.privileged}, "untrusted": {e.tool for e in p.untrusted},
+                      "seen": {t for t, _, _ in p.tools}} for p in proposals}
+
+
+def score(tally: Tally, th: Thresholds, suites) -> float:
+    got, fs = lists(tally, th), []
+    for s in suites:
+        for key, truth in (("privileged", detection.PRIVILEGED[s]), ("untrusted", detection.UNTRUSTED[s])):
+            fs.append(prf(got[s][key], set(truth))[2] or 0.0)
+    return sum(fs) / len(fs)
+
+
+def _f(x: float | None) -> str:
+    return "   —" if x is None else f"{x:.3f}"
+
+
+def dev_set() -> tuple[Tally, list]:
+    tally, runs = Tally(), []
+    for line, label in dt.read():
+        (traj,) = read_otlp_json(line, label["trace_id"])
+        tally.add(traj)
+        runs.append((label, traj))
+    return tally, runs
+
+
+def list_table(tally: Tally, suites) -> None:
+    print("\n## Dev set: proposed lists vs detection.py's hand-written ones (leave-one-suite-out thresholds)\n")
+    print("R: recall of the whole hand-written list; R seen: of its tools that the traffic calls at all (a tool\n"
+          "never called cannot be proposed). Thresholds: chosen on the other three suites; defaults: Thresholds().\n")
+    print(f"{'suite':10} {'list':10} {'thresholds chosen on the other three':44} {'P':>6} {'R':>6} {'R seen':>6} "
+          f"{'F1':>6}   | defaults: {'P':>6} {'R':>6} {'R seen':>6} {'F1':>6}")
+    default = Thresholds()
+    for held in suites:
+        others = [s for s in suites if s != held]
+        best = max(GRID, key=lambda th: (round(score(tally, th, others), 6), th == default))
+        got, base = lists(tally, best), lists(tally, default)
+        seen = got[held]["seen"]
+        for key, truth in (("privileged", detection.PRIVILEGED), ("untrusted", detection.UNTRUSTED)):
+            p, r, f = prf(got[held][key], set(truth[held]))
+            dp, dr, df = prf(base[held][key], set(truth[held]))
+            rs, drs = prf(got[held][key], set(truth[held]) & seen)[1], prf(base[held][key], set(truth[held]) & seen)[1]
+            chosen = f"sentence_share={best.sentence_share:g} url_acts={best.url_acts}"
+            print(f"{held:10} {key:10} {chosen:44} {_f(p):>6} {_f(r):>6} {_f(rs):>6} {_f(f):>6}   |           "
+                  f"{_f(dp):>6} {_f(dr):>6} {_f(drs):>6} {_f(df):>6}")
+            missed, extra = sorted(set(truth[held]) - base[held][key]), sorted(base[held][key] - set(truth[held]))
+            missed = [m + ("" if m in seen else " (never called)") for m in missed]
+            if missed or extra:
+                print(f"{'':21}defaults miss {missed}; propose beyond {extra}")
+
+
+def taint_table(tally: Tally, runs: list) -> None:
+    proposals, notes = propose(tally)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "proposed.py"
+        path.write_text(render(proposals, notes))
+        specs = load_specs(path)  # the file a user would commit, loaded as `luckrate grade` loads it
+    hand = {s: Spec.from_dict(d, s) for s, d in detection.spec_dicts().items()}
+    print("\n## Dev set: taint graded with the proposed spec vs the hand-written spec (F1 vs the labels)\n")
+    print(f"{'suite':10} {'runs':>5} {'pos':>5}   {'hand P':>7} {'R':>6} {'F1':>6}   {'proposed P':>10} {'R':>6}"
+          f" {'F1':>6}   {'ΔF1':>6}")
+    totals = {k: Counter() for k in ("hand", "proposed")}
+    for suite in [*detection.SUITES, "all"]:
+        c = {k: Counter() for k in ("hand", "proposed")}
+        n = pos = 0
+        for label, traj in runs:
+            if label["kind"] == "fabricated" or suite not in ("all", label["suite"]):
+                continue
+            n += 1
+            pos += label["positive"]
+            for kind, spec in (("hand", hand[traj.agent]), ("proposed", specs[traj.agent])):
+                flag = any(v.check == "taint" for v in grade(traj, spec).violations)
+                c[kind]["tp" if label["positive"] and flag else "fp" if flag else "fn" if label["positive"] else "tn"] += 1
+        row = [_prf(c["hand"]), _prf(c["proposed"])]
+        delta = (row[1][2] - row[0][2]) if row[0][2] is not None and row[1][2] is not None else None
+        print(f"{suite:10} {n:5} {pos:5}   {_f(row[0][0]):>7} {_f(row[0][1]):>6} {_f(row[0][2]):>6}   "
+              f"{_f(row[1][0]):>10} {_f(row[1][1]):>6} {_f(row[1][2]):>6}   {_f(delta):>6}")
+        if suite == "all":
+            totals = c
+    return totals
+
+
+def _prf(c: Counter) -> tuple[float | None, float | None, float | None]:
+    p = c["tp"] / (c["tp"] + c["fp"]) if c["tp"] + c["fp"] else None
+    r = c["tp"] / (c["tp"] + c["fn"]) if c["tp"] + c["fn"] else None
+    return p, r, (2 * p * r / (p + r) if p and r else None)
+
+
+CAPTURES = [  # (files, format): the framework captures in tests/testdata, each against examples/spec.py
+    ("tests/testdata/otlp/*.openai-agents.otlp", "otlp"),
+    ("tests/testdata/langgraph/*.openinference.otlp", "otlp"),
+    ("tests/testdata/langgraph/*.traceloop.otlp", "otlp"),
+    ("tests/testdata/vercel-ai/*.vercel-ai.otlp", "otlp"),
+    ("tests/testdata/langchainjs/*.langchainjs.otlp", "otlp"),
+    ("tests/testdata/google-adk/*.v2.google-adk.otlp", "otlp"),
+    ("tests/testdata/strands/*.latest.strands.otlp", "otlp"),
+    ("tests/testdata/pydantic-ai/*.v1.pydantic-ai.otlp", "otlp"),
+    ("tests/testdata/llama-index/*.llama-index.otlp", "otlp"),
+    ("tests/testdata/autogen/*.autogen.otlp", "otlp"),
+    ("tests/testdata/langgraph/*.json", "langgraph"),
+    ("tests/testdata/crewai/*.json", "crewai"),
+    ("tests/testdata/n8n/[!m]*.json", "n8n"),
+    ("examples/runs.jsonl", "trajectory"),
+]
+
+
+def captures_table() -> None:
+    from examples.spec import SPEC
+
+    print("\n## Framework captures and example runs vs examples/spec.py\n")
+    print(f"{'source':48} {'runs':>4}  {'privileged P':>12} {'R':>6}  {'untrusted P':>11} {'R':>6}  proposed")
+    for pattern, fmt in CAPTURES:
+        tally, n = Tally(), 0
+        for path in sorted(ROOT.glob(pattern)):
+            if "nocontent" in path.name or (fmt in ("langgraph", "crewai", "n8n") and path.name.count(".") > 1):
+                continue
+            for traj in reader(fmt)(path.read_bytes(), str(path)):
+                tally.add(traj)
+                n += 1
+        proposals, _ = propose(tally)
+        priv = {e.tool for p in proposals for e in p.privileged}
+        untr = {e.tool for p in proposals for e in p.untrusted}
+        pp, pr, _ = prf(priv, set(SPEC["privileged"]))
+        up, ur, _ = prf(untr, set(SPEC["untrusted"]))
+        print(f"{pattern:48} {n:4}  {_f(pp):>12} {_f(pr):>6}  {_f(up):>11} {_f(ur):>6}  "
+              f"privileged {sorted(priv)} untrusted {sorted(untr)}")
+
+
+def main() -> None:
+    tally, runs = dev_set()
+    suites = detection.SUITES
+    list_table(tally, suites)
+    taint_table(tally, runs)
+    captures_table()
+
+
+if __name__ == "__main__":
+    main()
