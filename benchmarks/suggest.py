@@ -30,6 +30,7 @@ import detection  # noqa: E402
 import detection_traces as dt  # noqa: E402
 
 from luckrate.adapters.formats import reader  # noqa: E402
+from luckrate.cli import tally_file  # noqa: E402
 from luckrate.adapters.otlp import read_otlp_json  # noqa: E402
 from luckrate.core.grade import grade  # noqa: E402
 from luckrate.core.spec import Spec, load_specs  # noqa: E402
@@ -158,21 +159,23 @@ def captures_table() -> None:
     from examples.spec import SPEC
 
     print("\n## Framework captures and example runs vs examples/spec.py\n")
-    print(f"{'source':48} {'runs':>4}  {'privileged P':>12} {'R':>6}  {'untrusted P':>11} {'R':>6}  proposed")
+    print("P+: privileged precision against privileged + forbidden (the spec forbids delete_account outright,\n"
+          "which makes it an acting tool the spec did not need to list as privileged).\n")
+    print(f"{'source':48} {'runs':>4}  {'privileged P':>12} {'P+':>6} {'R':>6}  {'untrusted P':>11} {'R':>6}  proposed")
     for pattern, fmt in CAPTURES:
         tally, n = Tally(), 0
         for path in sorted(ROOT.glob(pattern)):
             if "nocontent" in path.name or (fmt in ("langgraph", "crewai", "n8n") and path.name.count(".") > 1):
                 continue
-            for traj in reader(fmt)(path.read_bytes(), str(path)):
-                tally.add(traj)
-                n += 1
+            n += len(reader(fmt)(path.read_bytes(), str(path)))
+            tally_file(tally, str(path), fmt)  # as `luckrate suggest` reads it: runs, and tool definitions
         proposals, _ = propose(tally)
         priv = {e.tool for p in proposals for e in p.privileged}
         untr = {e.tool for p in proposals for e in p.untrusted}
         pp, pr, _ = prf(priv, set(SPEC["privileged"]))
+        pplus = prf(priv, set(SPEC["privileged"]) | set(SPEC["forbidden"]))[0]
         up, ur, _ = prf(untr, set(SPEC["untrusted"]))
-        print(f"{pattern:48} {n:4}  {_f(pp):>12} {_f(pr):>6}  {_f(up):>11} {_f(ur):>6}  "
+        print(f"{pattern:48} {n:4}  {_f(pp):>12} {_f(pplus):>6} {_f(pr):>6}  {_f(up):>11} {_f(ur):>6}  "
               f"privileged {sorted(priv)} untrusted {sorted(untr)}")
 
 

@@ -1,4 +1,4 @@
-"""The `luckrate` command: grade, convert, serve, demo.
+"""The `luckrate` command: grade, convert, suggest, serve, demo.
 
 Exit codes: 0 the gate passed (or the command succeeded), 1 the gate failed, 2 bad input or usage.
 Bad input is one line on stderr naming the file (and line, trace, span or message) and the problem.
@@ -80,6 +80,55 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_suggest(args: argparse.Namespace) -> int:
+    """Read every FILE once, run by run, into a bounded tally; print the proposed spec (or, with
+    ``--check``, what the traffic suggests that the spec does not say: exit 1 when anything)."""
+    from luckrate.core.suggest import Tally, compare, propose, render
+
+    tally, empty = Tally(), []
+    for path in args.files:
+        if not tally_file(tally, path, args.format):
+            empty.append(path)
+    if not tally.agents:
+        raise UsageError(f"no agent runs in {', '.join(args.files)}: nothing to suggest from")
+    proposals, notes = propose(tally)
+    notes = [f"{path}: no agent runs" for path in empty] + notes
+    text = render(proposals, notes, args.files)
+    if args.output:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise UsageError(f"{args.output}: cannot write ({e.strerror})") from None
+    for note in notes + [f"agent {p.agent!r}: {n}" for p in proposals for n in p.notes]:
+        print(f"luckrate: note: {note}", file=sys.stderr)
+    if args.check is None:
+        if not args.output:
+            print(text, end="")
+        return EXIT_OK
+    differences = compare(proposals, load_specs(args.check))
+    print("\n".join(differences) if differences else f"{args.check}: agrees with the traffic")
+    return EXIT_GATE_FAILED if differences else EXIT_OK
+
+
+def tally_file(tally, path: str, fmt: str) -> bool:
+    """Fold one file's runs in (and, for OTLP, the tool definitions its traces carry); False when it held none."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read ({e.strerror})") from None
+    runs = reader(fmt)(data, path)
+    definitions = {}
+    if fmt in ("otlp", "otlp-json"):
+        from luckrate.adapters.otlp.definitions import definitions_from_file
+
+        definitions = definitions_from_file(data, fmt)
+    for traj in runs:
+        tally.add(traj)
+        for tool, (description, params) in sorted(definitions.get(traj.id, {}).items()):
+            tally.describe(traj.agent, tool, description, params)
+    return bool(runs)
+
+
 def _add_format(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=sorted(FORMATS), default="trajectory",
                         help="input format (default: trajectory, luckrate's JSON / JSON Lines form)")
@@ -102,6 +151,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("convert", help="print the trajectories read from FILEs as JSON Lines")
     _add_format(p)
     p.set_defaults(func=cmd_convert)
+
+    p = sub.add_parser("suggest", help="propose a spec (a Python file to review) from recorded runs")
+    p.add_argument("--check", metavar="SPEC",
+                   help="compare SPEC with what the traffic suggests instead: tools called but not declared, declared "
+                        "but never seen, privileged or untrusted candidates not declared (exit 1 when any)")
+    p.add_argument("-o", "--output", metavar="PATH", help="write the proposed spec to PATH (default: print it)")
+    _add_format(p)
+    p.set_defaults(func=cmd_suggest)
 
     _add_module(sub, "serve", "luckrate.service.app", "receive OTLP traces, grade them, export metrics")
     _add_module(sub, "demo", "luckrate.demo", "send demo agent traces to an OTLP endpoint")

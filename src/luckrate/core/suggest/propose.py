@@ -102,7 +102,7 @@ def privileged_entry(tool: str, t: ToolTally, th: Thresholds) -> Entry | None:
         why.append(f"description verb {d_act!r}")
     shapes = _shapes(t)
     if th.url_acts and "url" in shapes:
-        why.append("passed a URL (the request reaches the URL's host and can carry data out)")
+        why.append("takes a URL (the request reaches the URL's host and can carry data out)")
     if not (read or d_read) and not why:
         named = [s for s in ("address", "account") if s in shapes]
         params = sorted(s.removeprefix("param:") for s in shapes if s.startswith("param:"))
@@ -139,21 +139,18 @@ def untrusted_entry(tool: str, t: ToolTally, th: Thresholds) -> Entry | None:
     d_act, _ = signals.description_verb(t.description or "")
     if act or d_act:
         return None
-    named = signals.nouns(tool) + [n for n in signals.nouns(t.description or "") if n not in signals.nouns(tool)]
+    named, described = signals.nouns(tool), signals.nouns(t.description or "")
     why = []
     share = t.sentences / t.results if t.results else 0.0
     if t.results and share >= th.sentence_share:
         why.append(f"{_pct(share)} of {t.results} results hold sentences of free text")
     if t.markup:
         why.append(f"{t.markup} of {t.results} results hold markup")
-    if named and (t.sentences or not t.results):
-        where = "name" if signals.nouns(tool) else "description"
-        if why:
-            why.append(f"{where} says {', '.join(named[:3])}")
-        elif t.results:
-            why.append(f"{where} says {', '.join(named[:3])}; {t.sentences} of {t.results} results hold sentences")
-        else:
-            why.append(f"{where} says {', '.join(named[:3])} (from the name only: no result was captured)")
+    if (named or described) and t.sentences:
+        where = f"name says {', '.join(named[:3])}" if named else f"description says {', '.join(described[:3])}"
+        why.append(where if why else f"{where}; {t.sentences} of {t.results} results hold sentences")
+    elif named and not t.results:  # content capture off, or defined and never called: the name is all there is
+        why.append(f"name says {', '.join(named[:3])} (from the name only: no result was captured)")
     if not why:
         return None
     return Entry(tool, "; ".join(why), _fields(t) if th.fields else ())
@@ -214,7 +211,8 @@ def _notes(a: AgentTally, th: Thresholds) -> tuple[str, ...]:
         notes.append(f"ordering pairs past {len(a.held):,} were not tracked ({a.pairs_dropped:,} observations)")
     if a.wide_runs:
         notes.append(f"{a.wide_runs:,} runs called too many distinct tools to read their ordering")
-    never = sorted(t for t, s in a.tools.items() if s.calls and not s.results and s.captured)
+    never = sorted(t for t, s in a.tools.items() if s.calls and not s.results and s.captured
+                   and not signals.is_handoff(t))
     if never:
         notes.append(f"{len(never)} tools never returned a result to read: "
                      + ", ".join(repr(t) for t in never[:5]) + ("..." if len(never) > 5 else ""))

@@ -41,15 +41,19 @@ def render(proposals: Sequence[Proposal], notes: Sequence[str], sources: Sequenc
 
 def _summary(proposals: Sequence[Proposal], notes: Sequence[str], sources: Sequence[str]) -> list[str]:
     runs = sum(p.runs for p in proposals)
-    out = [f"# Summary: {runs:,} runs of {len(proposals)} agent{'s' if len(proposals) != 1 else ''}"
-           + (f" from {len(sources)} file{'s' if len(sources) != 1 else ''}" if sources else "") + "."]
+    out = [f"# Summary: {_n(runs, 'run')} of {_n(len(proposals), 'agent')}"
+           + (f" from {_n(len(sources), 'file')}" if sources else "") + "."]
     for p in proposals:
         name = repr(p.agent) if p.agent is not None else "runs naming no agent"
         out.append(_comment(f"{name}: {len(p.tools)} tools, {len(p.privileged)} privileged, {len(p.untrusted)} "
-                            f"untrusted, {len(p.before)} before rules from {p.runs:,} runs ({p.usable:,} usable)"))
+                            f"untrusted, {_n(len(p.before), 'before rule')} from {_n(p.runs, 'run')} ({p.usable:,} usable)"))
         out += [_comment(f"  not judged: {n}") for n in p.notes]
     out += [_comment(f"note: {n}") for n in notes]
     return out + [""]
+
+
+def _n(k: int, word: str) -> str:
+    return f"{k:,} {word}{'' if k == 1 else 's'}"
 
 
 def _comment(text: str, indent: str = "") -> str:
@@ -61,7 +65,8 @@ def _comment(text: str, indent: str = "") -> str:
 
 def _body(p: Proposal, pad: str) -> list[str]:
     out = [f"{pad}\"tools\": ["]
-    out += [f"{pad}    {tool!r},  " + _comment(f"{calls:,} calls in {runs:,} runs") for tool, calls, runs in p.tools]
+    out += [f"{pad}    {tool!r},  " + _comment(f"{_n(calls, 'call')} in {_n(runs, 'run')}" if calls else
+                                             "defined in the traces, never called") for tool, calls, runs in p.tools]
     out.append(f"{pad}],")
     out += _entries("privileged", p.privileged, pad)
     out += _untrusted(p.untrusted, pad)
