@@ -1,7 +1,7 @@
 """``luckrate suggest`` measured against hand-written specs: precision and recall of the proposed
 ``privileged`` and ``untrusted`` lists, and taint graded with the proposed spec vs the hand-written one.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/suggest.py
+    PYTHONPATH=src .venv/bin/python benchmarks/suggest.py            # --sample 8: every 8th dev-set run
 
 Three parts:
 1. the detection dev set (benchmarks/data/detection_*.jsonl.gz, read only), one agent per suite,
@@ -15,6 +15,7 @@ Three parts:
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import sys
 import tempfile
@@ -66,9 +67,11 @@ def _f(x: float | None) -> str:
     return "   —" if x is None else f"{x:.3f}"
 
 
-def dev_set() -> tuple[Tally, list]:
+def dev_set(sample: int = 1) -> tuple[Tally, list]:
     tally, runs = Tally(), []
-    for line, label in dt.read():
+    for i, (line, label) in enumerate(dt.read()):
+        if i % sample:
+            continue
         (traj,) = read_otlp_json(line, label["trace_id"])
         tally.add(traj)
         runs.append((label, traj))
@@ -180,7 +183,10 @@ def captures_table() -> None:
 
 
 def main() -> None:
-    tally, runs = dev_set()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sample", type=int, default=1, metavar="N", help="read every Nth run of the dev set only")
+    args = parser.parse_args()
+    tally, runs = dev_set(args.sample)
     suites = detection.SUITES
     list_table(tally, suites)
     taint_table(tally, runs)

@@ -85,14 +85,14 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     ``--check``, what the traffic suggests that the spec does not say: exit 1 when anything)."""
     from luckrate.core.suggest import Tally, compare, propose, render
 
-    tally, empty = Tally(), []
+    tally, notes = Tally(), []
     for path in args.files:
-        if not tally_file(tally, path, args.format):
-            empty.append(path)
+        notes += tally_file(tally, path, args.format)
     if not tally.agents:
-        raise UsageError(f"no agent runs in {', '.join(args.files)}: nothing to suggest from")
-    proposals, notes = propose(tally)
-    notes = [f"{path}: no agent runs" for path in empty] + notes
+        raise UsageError(f"no agent runs in {', '.join(args.files)}: nothing to suggest from"
+                         + (f" ({notes[0]})" if notes else ""))
+    proposals, more = propose(tally)
+    notes += more
     text = render(proposals, notes, args.files)
     if args.output:
         try:
@@ -110,23 +110,33 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     return EXIT_GATE_FAILED if differences else EXIT_OK
 
 
-def tally_file(tally, path: str, fmt: str) -> bool:
-    """Fold one file's runs in (and, for OTLP, the tool definitions its traces carry); False when it held none."""
+def tally_file(tally, path: str, fmt: str) -> list[str]:
+    """Fold one file's runs into ``tally`` (for OTLP, with the tool definitions its traces carry);
+    return notes on what it held that made no run. A trace with no agent, model or tool span is
+    counted in a note, not an error: a day of traffic holds other traces too."""
     try:
         data = Path(path).read_bytes()
     except OSError as e:
         raise UsageError(f"{path}: cannot read ({e.strerror})") from None
-    runs = reader(fmt)(data, path)
-    definitions = {}
+    notes, definitions = [], {}
     if fmt in ("otlp", "otlp-json"):
         from luckrate.adapters.otlp.definitions import definitions_from_file
+        from luckrate.adapters.otlp.readers import read_otlp_runs
 
-        definitions = definitions_from_file(data, fmt)
+        runs, skipped = read_otlp_runs(data, path, fmt)
+        if skipped:
+            notes.append(f"{len(skipped):,} trace{'s' if len(skipped) != 1 else ''} made no run, skipped "
+                         f"(first: {_one_line(skipped[0])})")
+        definitions = definitions_from_file(data, fmt) if runs else {}
+    else:
+        runs = reader(fmt)(data, path)
+    if not runs:
+        notes.append(f"{path}: no agent runs")
     for traj in runs:
         tally.add(traj)
         for tool, (description, params) in sorted(definitions.get(traj.id, {}).items()):
             tally.describe(traj.agent, tool, description, params)
-    return bool(runs)
+    return notes
 
 
 def _add_format(parser: argparse.ArgumentParser) -> None:

@@ -39,6 +39,14 @@ def read_otlp(data: bytes, source: str, rule: OutputRule = OutputRule()) -> list
 def read_otlp_json(text: str | bytes, source: str, rule: OutputRule = OutputRule()) -> list[Trajectory]:
     """OTLP/JSON: one request per file, or one per line (the Collector's file exporter writes lines).
     Spans of one trace spread over several lines still make one trajectory."""
+    merged = _json_request(text, source)
+    try:
+        return _non_empty(trajectories_from_request(merged, rule))
+    except InvalidInput as e:
+        raise e.at(source) from None
+
+
+def _json_request(text: str | bytes, source: str) -> ExportTraceServiceRequest:
     body = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
     if not body.strip():
         raise InvalidInput("empty file", source)
@@ -52,10 +60,32 @@ def read_otlp_json(text: str | bytes, source: str, rule: OutputRule = OutputRule
     merged = ExportTraceServiceRequest()
     for req in requests:
         merged.resource_spans.extend(req.resource_spans)
+    return merged
+
+
+def read_otlp_runs(data: bytes, source: str, fmt: str, rule: OutputRule = OutputRule()
+                   ) -> tuple[list[Trajectory], list[InvalidInput]]:
+    """``read_otlp`` (fmt ``otlp``) or ``read_otlp_json`` (``otlp-json``), except that a trace that makes
+    no run (no agent, model or tool span: an HTTP request traced beside the agents) is returned as its
+    error beside the runs instead of failing the file: what ``luckrate suggest`` reads from a day of
+    mixed traffic. A file that does not decode, or spans that cannot be kept, still raise."""
     try:
-        return _non_empty(trajectories_from_request(merged, rule))
+        req = request_from_protobuf(data) if fmt == "otlp" else _json_request(data, source)
+        records, rejected = records_from_request(req, keep_attribute=rule.attribute)
+        if rejected:
+            raise InvalidInput("spans that cannot be read: " + ", ".join(f"{r.count} {r.reason}" for r in rejected))
     except InvalidInput as e:
         raise e.at(source) from None
+    traces: dict[bytes, list[SpanRecord]] = {}
+    for rec in records:
+        traces.setdefault(rec.trace_id, []).append(rec)
+    runs, errors = [], []
+    for spans in traces.values():
+        try:
+            runs.append(trajectory_from_spans(spans, rule))
+        except InvalidInput as e:
+            errors.append(e.at(source))
+    return runs, errors
 
 
 def _line(line: str, where: str) -> ExportTraceServiceRequest:

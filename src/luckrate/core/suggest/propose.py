@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from luckrate.core.suggest import signals
-from luckrate.core.suggest.tally import MAX_TOOLS, AgentTally, Tally, ToolTally
+from luckrate.core.suggest.tally import MAX_TOOLS, MAX_UNTRACKED_NAMES, AgentTally, Tally, ToolTally
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def propose(tally: Tally, th: Thresholds = Thresholds()) -> tuple[list[Proposal]
     if not tally.agents:
         notes.append("no agent runs were read: nothing to propose")
     if tally.untracked["calls"]:
-        more = f"{tally.untracked_names:,}{'+' if tally.untracked_names >= MAX_TOOLS else ''}"
+        more = f"{tally.untracked_names:,}{'+' if tally.untracked_names >= MAX_UNTRACKED_NAMES else ''}"
         notes.append(f"more than {MAX_TOOLS:,} distinct tool names: {more} further names "
                      f"({tally.untracked['calls']:,} calls) were counted but not proposed")
     if tally.untracked["agents"]:
@@ -103,7 +103,7 @@ def privileged_entry(tool: str, t: ToolTally, th: Thresholds) -> Entry | None:
     shapes = _shapes(t)
     if th.url_acts and "url" in shapes:
         why.append("takes a URL (the request reaches the URL's host and can carry data out)")
-    if not (read or d_read) and not why:
+    if not (read or d_read):  # a plain read is not privileged by what it is passed
         named = [s for s in ("address", "account") if s in shapes]
         params = sorted(s.removeprefix("param:") for s in shapes if s.startswith("param:"))
         if named:

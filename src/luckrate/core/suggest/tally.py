@@ -19,6 +19,8 @@ from luckrate.core.suggest import signals
 
 MAX_TOOLS = 1000
 """Distinct tool names tracked across all agents; calls to further tools are counted in ``Tally.untracked``."""
+MAX_UNTRACKED_NAMES = 100_000
+"""Names beyond MAX_TOOLS are remembered (to count them exactly) up to this many; then counting stops."""
 MAX_AGENTS = 100
 MAX_PAIRS = 20_000
 """Ordering pairs (earlier tool, later tool) tracked per agent."""
@@ -82,7 +84,7 @@ class Tally:
     untracked: Counter = field(default_factory=Counter)
     """'calls' / 'runs' / 'agents': what the caps turned away."""
     untracked_names: int = 0
-    """Distinct tool names turned away, counted up to MAX_TOOLS more (then it stops counting exactly)."""
+    """Distinct tool names turned away, counted exactly up to MAX_UNTRACKED_NAMES."""
     _seen_untracked: set[str] = field(default_factory=set)
 
     def add(self, run: Trajectory) -> None:
@@ -138,7 +140,7 @@ class Tally:
             return tool
         if calls:
             self.untracked["calls"] += 1
-            if name not in self._seen_untracked and len(self._seen_untracked) < MAX_TOOLS:
+            if name not in self._seen_untracked and len(self._seen_untracked) < MAX_UNTRACKED_NAMES:
                 self._seen_untracked.add(name)
                 self.untracked_names += 1
         return None
