@@ -85,9 +85,14 @@ def list_table(tally: Tally, suites) -> None:
     print(f"{'suite':10} {'list':10} {'thresholds chosen on the other three':44} {'P':>6} {'R':>6} {'R seen':>6} "
           f"{'F1':>6}   | defaults: {'P':>6} {'R':>6} {'R seen':>6} {'F1':>6}")
     default = Thresholds()
+    plateaus: list[str] = []
     for held in suites:
         others = [s for s in suites if s != held]
-        best = max(GRID, key=lambda th: (round(score(tally, th, others), 6), th == default))
+        scored = {th: round(score(tally, th, others), 6) for th in GRID}
+        best = max(GRID, key=lambda th: (scored[th], th == default))
+        ties = sorted({th.sentence_share for th in GRID if scored[th] == scored[best] and th.url_acts == best.url_acts})
+        plateaus.append(f"{held}: chosen on the other three (mean F1 {scored[best]:.3f}); sentence_share from "
+                        f"{ties[0]:g} to {ties[-1]:g} ties for best there")
         got, base = lists(tally, best), lists(tally, default)
         seen = got[held]["seen"]
         for key, truth in (("privileged", detection.PRIVILEGED), ("untrusted", detection.UNTRUSTED)):
@@ -101,6 +106,7 @@ def list_table(tally: Tally, suites) -> None:
             missed = [m + ("" if m in seen else " (never called)") for m in missed]
             if missed or extra:
                 print(f"{'':21}defaults miss {missed}; propose beyond {extra}")
+    print("\nLeave-one-suite-out: " + "\n                     ".join(plateaus))
 
 
 def taint_table(tally: Tally, runs: list) -> None:

@@ -37,6 +37,9 @@ NAMES = [  # (tool name, acting verb, reading verb)
     ("email_search", None, "search"),
     ("lookup_customer", None, "lookup"),
     ("weather", None, None),
+    ("contact_lookup", None, "lookup"),
+    ("order_cancel", "order", None),
+    ("post_update", "post", None),
 ]
 
 DESCRIPTIONS = [  # (description, acting verb, reading verb)

@@ -93,19 +93,16 @@ def _stem(word: str) -> str:
 
 
 def name_verbs(name: str) -> tuple[str | None, str | None]:
-    """(the acting verb in the name, the reading verb that opens it), either None."""
+    """(the acting verb, the reading verb) that the name is built on, either None: the first word that is
+    a verb decides (``send_email``, ``contact_lookup``), except that a noun-verb opening the name gives
+    way to a later reading verb (``email_search`` reads; ``post_comment`` and ``order_cancel`` act)."""
     ws = words(name)
-    if not ws:
+    verbs = [w for w in ws if w in ACT_VERBS or w in READ_VERBS]
+    if ws[0] in NOUN_VERBS and any(w in READ_VERBS for w in verbs[1:]):
+        verbs = [w for w in verbs[1:] if w in READ_VERBS]
+    if not verbs:
         return None, None
-    read = ws[0] if ws[0] in READ_VERBS else None
-    if ws[0] in NOUN_VERBS:  # email_search, message_list: a noun first, and a read after it
-        later = next((w for w in ws[1:] if w in READ_VERBS or w in ACT_VERBS), None)
-        if later is not None and later in READ_VERBS:
-            return None, later
-    if ws[0] in ACT_VERBS:
-        return ws[0], None
-    act = next((w for w in ws[1:] if w in ACT_VERBS), None)
-    return (None, read) if read else (act, None)
+    return (verbs[0], None) if verbs[0] in ACT_VERBS else (None, verbs[0])
 
 
 def is_handoff(name: str) -> bool:
