@@ -109,35 +109,38 @@ def list_table(tally: Tally, suites) -> None:
     print("\nLeave-one-suite-out: " + "\n                     ".join(plateaus))
 
 
-def taint_table(tally: Tally, runs: list) -> None:
-    proposals, notes = propose(tally)
+def _proposed_specs(tally: Tally, th: Thresholds) -> dict[str, Spec]:
+    proposals, notes = propose(tally, th)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "proposed.py"
         path.write_text(render(proposals, notes))
-        specs = load_specs(path)  # the file a user would commit, loaded as `luckrate grade` loads it
-    hand = {s: Spec.from_dict(d, s) for s, d in detection.spec_dicts().items()}
+        return load_specs(path)  # the file a user would commit, loaded as `luckrate grade` loads it
+
+
+def taint_table(tally: Tally, runs: list) -> None:
+    variants = {"hand-written": {s: Spec.from_dict(d, s) for s, d in detection.spec_dicts().items()},
+                "proposed": _proposed_specs(tally, Thresholds()),
+                "proposed, field-level": _proposed_specs(tally, Thresholds(fields=True))}
+    counts = {(suite, v): Counter() for suite in [*detection.SUITES, "all"] for v in variants}
+    for label, traj in runs:
+        if label["kind"] == "fabricated":
+            continue
+        for v, specs in variants.items():
+            flag = any(x.check == "taint" for x in grade(traj, specs[traj.agent]).violations)
+            kind = "tp" if label["positive"] and flag else "fp" if flag else "fn" if label["positive"] else "tn"
+            counts[label["suite"], v][kind] += 1
+            counts["all", v][kind] += 1
     print("\n## Dev set: taint graded with the proposed spec vs the hand-written spec (F1 vs the labels)\n")
-    print(f"{'suite':10} {'runs':>5} {'pos':>5}   {'hand P':>7} {'R':>6} {'F1':>6}   {'proposed P':>10} {'R':>6}"
-          f" {'F1':>6}   {'ΔF1':>6}")
-    totals = {k: Counter() for k in ("hand", "proposed")}
+    print("proposed: Thresholds() (whole results untrusted); field-level: Thresholds(fields=True).\n")
+    print(f"{'suite':10} {'spec':22} {'runs':>5} {'pos':>5} {'P':>6} {'R':>6} {'F1':>6} {'ΔF1 vs hand':>12}")
     for suite in [*detection.SUITES, "all"]:
-        c = {k: Counter() for k in ("hand", "proposed")}
-        n = pos = 0
-        for label, traj in runs:
-            if label["kind"] == "fabricated" or suite not in ("all", label["suite"]):
-                continue
-            n += 1
-            pos += label["positive"]
-            for kind, spec in (("hand", hand[traj.agent]), ("proposed", specs[traj.agent])):
-                flag = any(v.check == "taint" for v in grade(traj, spec).violations)
-                c[kind]["tp" if label["positive"] and flag else "fp" if flag else "fn" if label["positive"] else "tn"] += 1
-        row = [_prf(c["hand"]), _prf(c["proposed"])]
-        delta = (row[1][2] - row[0][2]) if row[0][2] is not None and row[1][2] is not None else None
-        print(f"{suite:10} {n:5} {pos:5}   {_f(row[0][0]):>7} {_f(row[0][1]):>6} {_f(row[0][2]):>6}   "
-              f"{_f(row[1][0]):>10} {_f(row[1][1]):>6} {_f(row[1][2]):>6}   {_f(delta):>6}")
-        if suite == "all":
-            totals = c
-    return totals
+        hand_f1 = _prf(counts[suite, "hand-written"])[2]
+        for v in variants:
+            c = counts[suite, v]
+            p, r, f = _prf(c)
+            delta = f - hand_f1 if f is not None and hand_f1 is not None else None
+            print(f"{suite:10} {v:22} {sum(c.values()):5} {c['tp'] + c['fn']:5} {_f(p):>6} {_f(r):>6} {_f(f):>6} "
+                  f"{'' if v == 'hand-written' else _f(delta):>12}")
 
 
 def _prf(c: Counter) -> tuple[float | None, float | None, float | None]:

@@ -83,7 +83,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 def cmd_suggest(args: argparse.Namespace) -> int:
     """Read every FILE once, run by run, into a bounded tally; print the proposed spec (or, with
     ``--check``, what the traffic suggests that the spec does not say: exit 1 when anything)."""
-    from luckrate.core.suggest import Tally, compare, propose, render
+    from luckrate.core.suggest import Tally, Thresholds, compare, propose, render
 
     tally, notes = Tally(), []
     for path in args.files:
@@ -91,7 +91,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     if not tally.agents:
         raise UsageError(f"no agent runs in {', '.join(args.files)}: nothing to suggest from"
                          + (f" ({notes[0]})" if notes else ""))
-    proposals, more = propose(tally)
+    proposals, more = propose(tally, Thresholds(fields=args.fields))
     notes += more
     text = render(proposals, notes, args.files)
     if args.output:
@@ -167,6 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compare SPEC with what the traffic suggests instead: tools called but not declared, declared "
                         "but never seen, privileged or untrusted candidates not declared (exit 1 when any)")
     p.add_argument("-o", "--output", metavar="PATH", help="write the proposed spec to PATH (default: print it)")
+    p.add_argument("--fields", action="store_true",
+                   help="declare untrusted field by field where every sentence a tool returned sat in named fields "
+                        "(the dict form; other untrusted tools then get \"*\", their whole result)")
     _add_format(p)
     p.set_defaults(func=cmd_suggest)
 

@@ -22,7 +22,10 @@ class Thresholds:
     url_acts: bool = True
     """A URL argument makes even a read privileged (the request reaches the URL's host)."""
     fields: bool = False
-    """Propose field-level ``untrusted`` for tools whose sentences all sat in named fields."""
+    """Declare field-level ``untrusted`` (the dict form) for tools whose sentences all sat in named fields.
+    Off by default: the dict form gives every other tool ``"*"`` (its whole result, values too), broader
+    than the list form's free text, and on the dev set it cost taint precision; the fields are named in
+    each entry's comment instead."""
 
 
 @dataclass(frozen=True)
@@ -153,7 +156,10 @@ def untrusted_entry(tool: str, t: ToolTally, th: Thresholds) -> Entry | None:
         why.append(f"name says {', '.join(named[:3])} (from the name only: no result was captured)")
     if not why:
         return None
-    return Entry(tool, "; ".join(why), _fields(t) if th.fields else ())
+    fields = _fields(t)
+    if fields and not th.fields:  # said, not declared: the list form reads free text only, "*" would take all
+        why.append(f"sentences only in field{'s' if len(fields) > 1 else ''} {', '.join(fields[:4])}")
+    return Entry(tool, "; ".join(why), fields if th.fields else ())
 
 
 def _fields(t: ToolTally) -> tuple[str, ...]:
