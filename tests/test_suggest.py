@@ -87,7 +87,7 @@ def test_argument_shapes(args, shapes):
 @pytest.mark.parametrize("result, sentences, markup, named", RESULTS)
 def test_result_shape(result, sentences, markup, named):
     got = signals.result_shape(result)
-    assert (got[0], got[1], set(got[2])) == (sentences, markup, named)
+    assert (got.sentences, got.markup, set(got.named)) == (sentences, markup, named)
 
 
 @pytest.mark.parametrize("name", ["transfer_to_billing_agent", "handoff", "transfer_to_human_agents"])
@@ -120,6 +120,19 @@ def test_lists_from_names_arguments_and_results():
     assert p.privileged[1].why == "name verb 'issue'; takes 'amount'"
     assert [e.tool for e in p.untrusted] == ["read_reviews"]
     assert "100% of 3 results hold sentences" in p.untrusted[0].why
+
+
+def test_a_template_filled_by_the_system_is_not_third_party_text():
+    template = run(*[step("get_balance", {"account": f"A-{i}"},
+                          f"Your balance is {i}.50 dollars as of {i} May and no payment is pending.") for i in range(6)])
+    people = run(*[step("get_feedback", {"n": i}, text) for i, text in enumerate([
+        "The app crashed twice while I was paying.", "Please add a dark mode, my eyes hurt at night.",
+        "Support answered quickly and fixed my problem.", "I was charged twice for the same order!",
+        "Why does the export take so long on large files?", "Great update, the search is finally fast."])])
+    page = run(*[step("fetch_page", {"url": "https://example.org/faq"}, "Refunds are paid within five working days.")
+                 for _ in range(6)])  # the same page every time: a template by shape, a web page by name
+    p, _ = _proposal(template, people, page)
+    assert [e.tool for e in p.untrusted] == ["fetch_page", "get_feedback"]
 
 
 def test_field_level_untrusted_when_every_sentence_sits_in_a_named_field():

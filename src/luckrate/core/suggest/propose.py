@@ -145,11 +145,12 @@ def untrusted_entry(tool: str, t: ToolTally, th: Thresholds) -> Entry | None:
     named, described = signals.nouns(tool), signals.nouns(t.description or "")
     why = []
     share = t.sentences / t.results if t.results else 0.0
-    if t.results and share >= th.sentence_share:
+    templated = _templated(t)
+    if t.results and share >= th.sentence_share and not templated:
         why.append(f"{_pct(share)} of {t.results} results hold sentences of free text")
     if t.markup:
         why.append(f"{t.markup} of {t.results} results hold markup")
-    if (named or described) and t.sentences:
+    if (named or described) and t.sentences:  # a page fetched daily repeats itself: the name still says whose text it is
         where = f"name says {', '.join(named[:3])}" if named else f"description says {', '.join(described[:3])}"
         why.append(where if why else f"{where}; {t.sentences} of {t.results} results hold sentences")
     elif named and not t.results:  # content capture off, or defined and never called: the name is all there is
@@ -160,6 +161,15 @@ def untrusted_entry(tool: str, t: ToolTally, th: Thresholds) -> Entry | None:
     if fields and not th.fields:  # said, not declared: the list form reads free text only, "*" would take all
         why.append(f"sentences only in field{'s' if len(fields) > 1 else ''} {', '.join(fields[:4])}")
     return Entry(tool, "; ".join(why), fields if th.fields else ())
+
+
+TEMPLATE_RESULTS = 5
+"""A tool whose sentence-bearing results (at least this many) all share one or two sentence skeletons
+returns a system's template, not text anyone wrote."""
+
+
+def _templated(t: ToolTally) -> bool:
+    return t.sentences >= TEMPLATE_RESULTS and len(t.skeletons) <= 2
 
 
 def _fields(t: ToolTally) -> tuple[str, ...]:

@@ -16,7 +16,9 @@ product's tool names:
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from luckrate.core.fields import fields
@@ -165,25 +167,53 @@ def _leaves(value: Any, key: str, depth: int) -> Iterable[tuple[str, Any]]:
 def is_sentence_text(text: str) -> bool:
     """The text holds a sentence someone wrote: SENTENCE_WORDS words or more ending in . ! or ?, at least
     two of them starting in lower case (a list of names or a title is not one)."""
+    return skeleton(text) is not None
+
+
+def skeleton(text: str) -> str | None:
+    """The first sentence's lower-case words (``for from to has been made``), or None when the text holds
+    no sentence. A template a system fills in ("Reservation for X from D1 to D2 has been made.") keeps
+    its skeleton across results; text that people write does not."""
     text, start = text[:MAX_SCANNED], 0
     for m in _END.finditer(text):
         found = _WORD.findall(text, start, m.start())
         start = m.end()
-        if len(found) >= SENTENCE_WORDS and sum(w[0].islower() for w in found) >= 2:
-            return True
-    return False
+        lower = [w for w in found if w[0].islower()]
+        if len(found) >= SENTENCE_WORDS and len(lower) >= 2:
+            return " ".join(lower[:12])
+    return None
 
 
-def result_shape(result: str) -> tuple[bool, bool, frozenset[str], bool]:
-    """(holds sentences, holds markup, the field names holding sentences, structured: every sentence
-    sits in a named field) for one result."""
+@dataclass(frozen=True)
+class Shape:
+    """What one result looks like."""
+
+    sentences: bool
+    markup: bool
+    named: frozenset[str]
+    """The field names holding sentences."""
+    structured: bool
+    """Every sentence sits in a named field."""
+    skeletons: frozenset[int]
+    """A checksum of each sentence-bearing field's skeleton (at most MAX_SKELETONS)."""
+
+
+MAX_SKELETONS = 8
+
+
+def result_shape(result: str) -> Shape:
     markup = _MARKUP.search(result[:MAX_SCANNED]) is not None
     named: set[str] = set()
+    skeletons: set[int] = set()
     whole = False
     for f in fields(result[:MAX_SCANNED]):
-        if f.prose and is_sentence_text(f.text):
-            if f.name and f.path:
-                named.add(f.name)
-            else:
-                whole = True
-    return bool(named) or whole, markup, frozenset(list(named)[:32]), bool(named) and not whole
+        if not f.prose or (found := skeleton(f.text)) is None:
+            continue
+        if len(skeletons) < MAX_SKELETONS:
+            skeletons.add(zlib.crc32(found.encode("utf-8", "replace")))
+        if f.name and f.path:
+            named.add(f.name)
+        else:
+            whole = True
+    return Shape(bool(named) or whole, markup, frozenset(sorted(named)[:32]), bool(named) and not whole,
+                 frozenset(skeletons))

@@ -29,6 +29,7 @@ MAX_PAIR_TOOLS = 64
 MAX_SAME_STEPS = 200
 MAX_FIELDS = 32
 MAX_DESCRIPTION = 2000
+MAX_SKELETONS = 8
 
 
 @dataclass
@@ -48,6 +49,8 @@ class ToolTally:
     structured: int = 0
     """Results with sentences, every one of them in a named field."""
     sentence_fields: Counter = field(default_factory=Counter)
+    skeletons: set[int] = field(default_factory=set)
+    """Distinct sentence skeletons seen (up to MAX_SKELETONS): one or two across many results is a template."""
     shapes: Counter = field(default_factory=Counter)
     """Argument signals (``address``, ``account``, ``url``, ``param:NAME``) -> calls carrying them."""
     description: str | None = None
@@ -159,11 +162,14 @@ def _call(tool: ToolTally, step: Step, content: bool) -> None:
     if step.result is None or step.failed:
         return
     tool.results += 1
-    sentences, markup, named, structured = signals.result_shape(step.result)
-    tool.sentences += sentences
-    tool.markup += markup
-    tool.structured += structured
-    for name in named:
+    shape = signals.result_shape(step.result)
+    tool.sentences += shape.sentences
+    tool.markup += shape.markup
+    tool.structured += shape.structured
+    for sk in sorted(shape.skeletons):
+        if len(tool.skeletons) < MAX_SKELETONS:
+            tool.skeletons.add(sk)
+    for name in shape.named:
         if len(tool.sentence_fields) < MAX_FIELDS or name in tool.sentence_fields:
             tool.sentence_fields[name] += 1
 
