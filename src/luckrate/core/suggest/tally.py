@@ -120,8 +120,9 @@ class Tally:
         t = self._tool(a, tool, calls=False) if a is not None else None
         if t is None:
             return
-        if description and not t.description:
-            t.description = description[:MAX_DESCRIPTION]
+        description = description[:MAX_DESCRIPTION] if description else None
+        if description and (t.description is None or description < t.description):  # the same whatever the order
+            t.description = description
         if params:
             t.params = frozenset(sorted(t.params | set(params))[:64])
 
