@@ -20,22 +20,21 @@ import itertools
 import sys
 import tempfile
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT))
 
-import detection  # noqa: E402
-import detection_traces as dt  # noqa: E402
+import detection
+import detection_traces as dt
 
-from luckrate.adapters.formats import reader  # noqa: E402
-from luckrate.cli import tally_file  # noqa: E402
-from luckrate.adapters.otlp import read_otlp_json  # noqa: E402
-from luckrate.core.grade import grade  # noqa: E402
-from luckrate.core.spec import Spec, load_specs  # noqa: E402
-from luckrate.core.suggest import Tally, Thresholds, propose, render  # noqa: E402
+from luckrate.adapters.formats import reader
+from luckrate.adapters.otlp import read_otlp_json
+from luckrate.cli import tally_file
+from luckrate.core.grade import grade
+from luckrate.core.spec import Spec, load_specs
+from luckrate.core.suggest import Tally, Thresholds, propose, render
 
 GRID = [Thresholds(sentence_share=s, url_acts=u) for s, u in
         itertools.product((0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5), (True, False))]

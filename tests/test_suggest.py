@@ -17,8 +17,7 @@ from examples.spec import SPEC as EXAMPLE_SPEC
 from luckrate.adapters.formats import reader
 from luckrate.cli import main, tally_file
 from luckrate.core.spec import load_specs
-from luckrate.core.suggest import Tally, Thresholds, compare, propose, render
-from luckrate.core.suggest import signals
+from luckrate.core.suggest import Tally, Thresholds, compare, propose, render, signals
 from luckrate.core.suggest.tally import MAX_TOOLS
 from tests.core.helpers import run, step
 
@@ -314,8 +313,8 @@ def propose_from(path):
 BAD = [  # (file content, format, the error's text)
     ("", "trajectory", "empty file"),
     ('{"resourceSpans": []}', "otlp-json", "no agent runs in {path}: nothing to suggest from ({path}: no agent runs)"),
-    ('{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0123456789abcdef0123456789abcdef","spanId":'
-     '"0123456789abcdef","name":"GET /health","kind":2,"startTimeUnixNano":"1","endTimeUnixNano":"2"}]}]}]}',
+    (('{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0123456789abcdef0123456789abcdef","spanId":'
+      '"0123456789abcdef","name":"GET /health","kind":2,"startTimeUnixNano":"1","endTimeUnixNano":"2"}]}]}]}'),
      "otlp-json", "no agent runs in {path}: nothing to suggest from (1 trace made no run, skipped"),
 ]
 
@@ -343,10 +342,10 @@ def test_the_real_cli_writes_a_spec_that_luckrate_grade_loads(tmp_path):
     spec = tmp_path / "spec.py"
     env_cmd = [sys.executable, "-m", "luckrate.cli"]
     made = subprocess.run([*env_cmd, "suggest", "--format", "otlp", "-o", str(spec), *files],
-                          capture_output=True, text=True)
+                          check=False, capture_output=True, text=True)
     assert made.returncode == 0, made.stderr
     graded = subprocess.run([*env_cmd, "grade", "--json", "--format", "otlp", "--spec", str(spec), *files],
-                            capture_output=True, text=True)
+                            check=False, capture_output=True, text=True)
     assert graded.returncode in (0, 1), graded.stderr
     report = json.loads(graded.stdout)
     assert len(report["runs"]) == len(files)
@@ -356,7 +355,7 @@ def test_the_real_cli_writes_a_spec_that_luckrate_grade_loads(tmp_path):
 
 def test_the_dev_set_proposes_a_spec_that_loads_and_the_benchmark_prints_its_tables():
     bench = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "suggest.py"), "--sample", "8"],
-                           capture_output=True, text=True, cwd=ROOT)
+                           check=False, capture_output=True, text=True, cwd=ROOT)
     assert bench.returncode == 0, bench.stderr
     for heading in ("proposed lists vs detection.py's hand-written ones", "taint graded with the proposed spec",
                     "Framework captures and example runs"):

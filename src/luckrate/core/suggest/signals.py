@@ -23,43 +23,50 @@ from typing import Any
 
 from luckrate.core.fields import fields
 
-ACT_VERBS = frozenset("""
-    send pay create delete remove update book reserve invite post share transfer schedule reschedule cancel
-    write append add set modify move upload publish submit forward reply buy order grant revoke refund
-    purchase charge wire deposit withdraw rename edit insert put patch replace drop erase destroy archive
-    assign approve reject close merge deploy execute run launch start stop kill restart enable disable
-    register subscribe unsubscribe email message notify call text tweet comment like follow unfollow
-    block ban kick mute accept decline confirm checkout commit push install uninstall reset change
-    save store attach apply issue mark tag unlink link reassign join leave rsvp
-""".split())
+ACT_VERBS = frozenset({
+    "send", "pay", "create", "delete", "remove", "update", "book", "reserve", "invite", "post", "share",
+    "transfer", "schedule", "reschedule", "cancel", "write", "append", "add", "set", "modify", "move", "upload",
+    "publish", "submit", "forward", "reply", "buy", "order", "grant", "revoke", "refund", "purchase", "charge",
+    "wire", "deposit", "withdraw", "rename", "edit", "insert", "put", "patch", "replace", "drop", "erase",
+    "destroy", "archive", "assign", "approve", "reject", "close", "merge", "deploy", "execute", "run", "launch",
+    "start", "stop", "kill", "restart", "enable", "disable", "register", "subscribe", "unsubscribe", "email",
+    "message", "notify", "call", "text", "tweet", "comment", "like", "follow", "unfollow", "block", "ban",
+    "kick", "mute", "accept", "decline", "confirm", "checkout", "commit", "push", "install", "uninstall",
+    "reset", "change", "save", "store", "attach", "apply", "issue", "mark", "tag", "unlink", "link", "reassign",
+    "join", "leave", "rsvp"
+})
 """Imperative verbs of tools that change something outside the agent (or reach someone)."""
 
-NOUN_VERBS = frozenset("""
-    email message text call comment like post order issue tag mark link run start book schedule reply
-    change store set close block note file
-""".split())
+NOUN_VERBS = frozenset({
+    "email", "message", "text", "call", "comment", "like", "post", "order", "issue", "tag", "mark", "link",
+    "run", "start", "book", "schedule", "reply", "change", "store", "set", "close", "block", "note", "file"
+})
 """Words that are verbs first in ``email_user`` but nouns first in ``email_search``."""
 
-READ_VERBS = frozenset("""
-    get read list search find fetch lookup look query check view show retrieve describe count calculate
-    compute browse download load open inspect scan verify validate estimate summarize summarise explain
-    think recall resolve convert translate parse extract analyze analyse compare preview peek
-    select filter sort rank locate detect identify measure
-""".split())
+READ_VERBS = frozenset({
+    "get", "read", "list", "search", "find", "fetch", "lookup", "look", "query", "check", "view", "show",
+    "retrieve", "describe", "count", "calculate", "compute", "browse", "download", "load", "open", "inspect",
+    "scan", "verify", "validate", "estimate", "summarize", "summarise", "explain", "think", "recall", "resolve",
+    "convert", "translate", "parse", "extract", "analyze", "analyse", "compare", "preview", "peek", "select",
+    "filter", "sort", "rank", "locate", "detect", "identify", "measure"
+})
 """Imperative verbs of tools that only read (a plain read is never privileged by its arguments alone)."""
 
-THIRD_PARTY_NOUNS = frozenset("""
-    message messages msg msgs mail mails email emails inbox chat chats channel_messages thread threads
-    conversation conversations comment comments review reviews feedback post posts tweet tweets web
-    webpage webpages page pages site website url html article articles news feed feeds file files
-    document documents doc docs note notes ticket tickets forum discussion discussions reply replies
-    submission submissions letter letters attachment attachments wiki
-""".split())
+THIRD_PARTY_NOUNS = frozenset({
+    "message", "messages", "msg", "msgs", "mail", "mails", "email", "emails", "inbox", "chat", "chats",
+    "channel_messages", "thread", "threads", "conversation", "conversations", "comment", "comments", "review",
+    "reviews", "feedback", "post", "posts", "tweet", "tweets", "web", "webpage", "webpages", "page", "pages",
+    "site", "website", "url", "html", "article", "articles", "news", "feed", "feeds", "file", "files",
+    "document", "documents", "doc", "docs", "note", "notes", "ticket", "tickets", "forum", "discussion",
+    "discussions", "reply", "replies", "submission", "submissions", "letter", "letters", "attachment",
+    "attachments", "wiki"
+})
 """Nouns of things other people write; a read tool named after one returns their text."""
 
-WRITE_PARAMS = frozenset("""
-    recipient recipients to cc bcc amount password payee body content message text
-""".split())
+WRITE_PARAMS = frozenset({
+    "recipient", "recipients", "to", "cc", "bcc", "amount", "password", "payee", "body", "content", "message",
+    "text"
+})
 """Parameter names only a tool that sends, pays or writes takes."""
 
 URL_PARAMS = frozenset({"url", "uri", "link", "href", "endpoint", "webhook"})
