@@ -10,7 +10,8 @@ Three parts:
    the other three suites is scored on it; the defaults in ``Thresholds`` are shown beside;
 2. taint on the dev set: each run graded with the proposed spec (defaults) and with the hand-written
    one, F1 against the labels (positive = the injection's calls were made), as detection.py scores it;
-3. the framework captures in tests/testdata and examples/runs.jsonl against examples/spec.py.
+3. the framework captures in tests/testdata and examples/runs.jsonl against examples/spec.py;
+4. memory: what the one pass holds after more traffic, and after many distinct tool names.
 """
 
 from __future__ import annotations
@@ -190,6 +191,44 @@ def captures_table() -> None:
               f"privileged {sorted(priv)} untrusted {sorted(untr)}")
 
 
+def memory_table(runs: list) -> None:
+    """What the one pass holds: the tally's memory after reading the dev set once, twice and four times
+    (the same runs again: a longer day of the same agents), and after runs calling 1,000 to 100,000
+    distinct tool names (built here: one call each). Ratios against the first row of each block."""
+    from luckrate.core.step import Step, Trajectory
+
+    print("\n## Memory: the tally after more traffic (tracemalloc, KiB held after the pass)\n")
+    print(f"{'input':44} {'runs':>7} {'KiB':>9} {'ratio':>6}")
+    trajs = [traj for _, traj in runs]
+    base = None
+    for k in (1, 2, 4):
+        kib = _held(lambda tally: [tally.add(t) for _ in range(k) for t in trajs])
+        base = base or kib
+        print(f"{f'dev set x{k}':44} {k * len(trajs):7} {kib:9.0f} {kib / base:6.2f}")
+    base = None
+    for names in (1_000, 10_000, 100_000):
+        synthetic = [Trajectory(str(i), (Step(0, f"tool_{i}", {"q": i}, "ok"),), output_ok=True) for i in range(names)]
+        kib = _held(lambda tally: [tally.add(t) for t in synthetic])
+        base = base or kib
+        print(f"{f'{names:,} distinct tool names':44} {names:7} {kib:9.0f} {kib / base:6.2f}")
+    print("(names past the 1,000 tracked are remembered only to count them, up to 100,000)")
+
+
+def _held(fill) -> float:
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    tally = Tally()
+    fill(tally)
+    gc.collect()
+    current, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del tally
+    return current / 1024
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sample", type=int, default=1, metavar="N", help="read every Nth run of the dev set only")
@@ -199,6 +238,7 @@ def main() -> None:
     list_table(tally, suites)
     taint_table(tally, runs)
     captures_table()
+    memory_table(runs)
 
 
 if __name__ == "__main__":
