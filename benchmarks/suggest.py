@@ -238,7 +238,10 @@ def main() -> None:
     list_table(tally, suites)
     taint_table(tally, runs)
     captures_table()
-    memory_table(runs)
+    if args.sample == 1:
+        memory_table(runs)
+    else:
+        print("\n(memory: run without --sample)")
 
 
 if __name__ == "__main__":

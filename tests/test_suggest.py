@@ -267,6 +267,33 @@ def test_tool_descriptions_from_the_trace_are_read():
     assert ("escalate_to_human", 0, 0) in p.tools  # defined in the trace, never called
 
 
+DEFINED = [  # (capture, format, what the trace says of issue_refund: description, parameter names)
+    ("google-adk/clean.v1.google-adk.otlp", "otlp", "Refund an order.", set()),
+    ("google-adk/clean.v2.google-adk.otlp", "otlp", "Refund an order.", {"amount", "order_id"}),
+    ("strands/clean.latest.strands.otlp", "otlp", "Refund an order.", {"amount", "order_id"}),
+    ("pydantic-ai/clean.v1.pydantic-ai.otlp", "otlp", "Refund an order.", {"amount", "order_id"}),
+    ("autogen/clean.autogen.otlp", "otlp", "Refund an order.", set()),
+    ("llama-index/clean.llama-index.otlp", "otlp", "Refund an order.", {"amount", "order_id"}),
+    ("langgraph/clean.openinference.otlp", "otlp", "Refund an order.", set()),
+    ("vercel-ai/clean.vercel-ai.otlp.json", "otlp-json", "issue refund", {"amount", "order_id"}),
+]
+
+
+@pytest.mark.parametrize("capture, fmt, description, params", DEFINED, ids=[d[0] for d in DEFINED])
+def test_tool_definitions_are_read_where_each_convention_puts_them(capture, fmt, description, params):
+    from luckrate.adapters.otlp.definitions import definitions_from_file
+
+    found = definitions_from_file((DATA / capture).read_bytes(), fmt)
+    ((_, tools),) = found.items()
+    assert tools["issue_refund"] == (description, frozenset(params))
+
+
+def test_definitions_of_an_undecodable_file_are_none():
+    from luckrate.adapters.otlp.definitions import definitions_from_file
+
+    assert definitions_from_file(b"\x00not otlp", "otlp") == {} == definitions_from_file(b"{", "otlp-json")
+
+
 def test_ten_thousand_tool_names_are_bounded_with_a_note():
     # Built here: no framework capture calls 10,000 distinct tools.
     tally = Tally()
