@@ -37,8 +37,13 @@ NAMES = [  # (tool name, acting verb, reading verb)
     ("lookup_customer", None, "lookup"),
     ("weather", None, None),
     ("contact_lookup", None, "lookup"),
-    ("order_cancel", "order", None),
-    ("post_update", "post", None),
+    ("order_cancel", "cancel", None),
+    ("reply_to_comment", "reply", None),
+    ("post_message", "post", None),
+    ("GmailSendEmail", "send", None),
+    ("TwitterManagerReadTweet", None, "read"),
+    ("SmartLockUnlockDoor", "unlock", None),
+    ("GitHubGetRepositoryDetails", None, "get"),
 ]
 
 DESCRIPTIONS = [  # (description, acting verb, reading verb)
@@ -46,6 +51,8 @@ DESCRIPTIONS = [  # (description, acting verb, reading verb)
     ("Creates a new ticket in the tracker", "create", None),
     ("Searches the knowledge base.", None, "search"),
     ("Returns the current exchange rate.", None, "return"),
+    ("Use this tool to transfer funds between accounts.", "transfer", None),
+    ("Allows the agent to look up a customer by id.", None, "look"),
     ("", None, None),
 ]
 

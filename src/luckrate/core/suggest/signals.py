@@ -33,13 +33,16 @@ ACT_VERBS = frozenset({
     "message", "notify", "call", "text", "tweet", "comment", "like", "follow", "unfollow", "block", "ban",
     "kick", "mute", "accept", "decline", "confirm", "checkout", "commit", "push", "install", "uninstall",
     "reset", "change", "save", "store", "attach", "apply", "issue", "mark", "tag", "unlink", "link", "reassign",
-    "join", "leave", "rsvp"
+    "join", "leave", "rsvp", "lock", "unlock", "trade", "sell", "manage", "activate", "deactivate", "toggle",
+    "turn", "control", "dispatch", "ship", "deliver", "print", "sign", "authorize", "respond", "request",
+    "redeem", "donate", "bid", "vote", "rent", "hire", "navigate", "visit", "type", "click"
 })
 """Imperative verbs of tools that change something outside the agent (or reach someone)."""
 
 NOUN_VERBS = frozenset({
     "email", "message", "text", "call", "comment", "like", "post", "order", "issue", "tag", "mark", "link",
-    "run", "start", "book", "schedule", "reply", "change", "store", "set", "close", "block", "note", "file"
+    "run", "start", "book", "schedule", "reply", "change", "store", "set", "close", "block", "note", "file",
+    "lock", "trade", "ship", "request", "print", "type", "control", "sign", "vote", "bid"
 })
 """Words that are verbs first in ``email_user`` but nouns first in ``email_search``."""
 
@@ -103,12 +106,11 @@ def _stem(word: str) -> str:
 
 def name_verbs(name: str) -> tuple[str | None, str | None]:
     """(the acting verb, the reading verb) that the name is built on, either None: the first word that is
-    a verb decides (``send_email``, ``contact_lookup``), except that a noun-verb opening the name gives
-    way to a later reading verb (``email_search`` reads; ``post_comment`` and ``order_cancel`` act)."""
-    ws = words(name)
-    verbs = [w for w in ws if w in ACT_VERBS or w in READ_VERBS]
-    if ws[0] in NOUN_VERBS and any(w in READ_VERBS for w in verbs[1:]):
-        verbs = [w for w in verbs[1:] if w in READ_VERBS]
+    a verb decides (``send_email``, ``contact_lookup``), except that a word that is as often a noun gives
+    way to a later plain verb (``email_search`` reads; ``smart_lock_unlock`` unlocks; ``post_comment`` posts)."""
+    verbs = [w for w in words(name) if w in ACT_VERBS or w in READ_VERBS]
+    while len(verbs) > 1 and verbs[0] in NOUN_VERBS and any(w not in NOUN_VERBS for w in verbs[1:]):
+        verbs = verbs[1:]
     if not verbs:
         return None, None
     return (verbs[0], None) if verbs[0] in ACT_VERBS else (None, verbs[0])
@@ -121,15 +123,24 @@ def is_handoff(name: str) -> bool:
     return bool({"handoff", "handover"} & set(ws)) or (bool(ws) and ws[0] == "transfer" and bool({"agent", "agents"} & set(ws)))
 
 
+_FILLER = frozenset({"this", "tool", "function", "use", "used", "to", "will", "can", "the", "a", "an", "allows",
+                     "allow", "lets", "let", "you", "agent", "assistant", "user", "it", "helps", "help", "that",
+                     "which", "is", "for", "call", "when", "want", "need", "needed", "please"})
+"""Words a description may open with before its verb: "Use this tool to send ...", "Allows the agent to book ..."."""
+
+
 def description_verb(description: str) -> tuple[str | None, str | None]:
-    """(acting verb, reading verb) that opens a description ("Sends an e-mail ...", "Returns ...")."""
-    first = _WORD.search(description or "")
-    if first is None or first.start() > 20:
-        return None, None
-    verb = _stem(first[0])
-    if verb in ACT_VERBS:
-        return verb, None
-    return None, (verb if verb in READ_VERBS or verb in {"return", "give", "provide"} else None)
+    """(acting verb, reading verb) that opens a description ("Sends an e-mail ...", "Use this to search ...",
+    "Returns ..."): the first of its first eight words that is not filler."""
+    for m in list(_WORD.finditer((description or "")[:200]))[:8]:
+        word = m[0].lower()
+        if word in _FILLER:
+            continue
+        verb = _stem(word)
+        if verb in ACT_VERBS:
+            return verb, None
+        return None, (verb if verb in READ_VERBS or verb in {"return", "give", "provide"} else None)
+    return None, None
 
 
 def nouns(text: str) -> list[str]:
