@@ -190,9 +190,12 @@ def _before(a: AgentTally, th: Thresholds) -> tuple[Rule, ...]:
             same = sorted(a.same.get((first, then), ()), key=lambda p: (p[0] != p[1], p))
             rules[(first, then)] = Rule(first, then, runs, same[0] if same else None)
     # a before b before c already orders a before c: keep only the steps of a chain (unless it shares an argument)
+    after: dict[str, set[str]] = {}
+    for first, then in rules:
+        after.setdefault(first, set()).add(then)
     out = []
     for (first, then), rule in sorted(rules.items()):
-        implied = any((first, mid) in rules and (mid, then) in rules for mid in a.tools if mid not in (first, then))
+        implied = any(then in after.get(mid, ()) for mid in after[first] if mid != then)
         if rule.same is not None or not implied:
             out.append(rule)
     return tuple(out)
