@@ -117,6 +117,24 @@ def _proposed_specs(tally: Tally, th: Thresholds) -> dict[str, Spec]:
         return load_specs(path)  # the file a user would commit, loaded as `luckrate grade` loads it
 
 
+def names_only_table(runs: list) -> None:
+    """The same lists from the same runs recorded with content capture off: names alone speak."""
+    from dataclasses import replace
+
+    tally = Tally()
+    for _, traj in runs:
+        tally.add(replace(traj, content=False, steps=tuple(replace(s, args={}, result=None) for s in traj.steps)))
+    got = lists(tally, Thresholds())
+    print("\n## Dev set with content capture off (names only), defaults\n")
+    print(f"{'suite':10} {'list':10} {'P':>6} {'R seen':>6}  missed (seen) / beyond")
+    for suite in detection.SUITES:
+        for key, truth in (("privileged", detection.PRIVILEGED), ("untrusted", detection.UNTRUSTED)):
+            seen_truth = set(truth[suite]) & got[suite]["seen"]
+            p, r, _ = prf(got[suite][key], seen_truth)
+            print(f"{suite:10} {key:10} {_f(p):>6} {_f(r):>6}  {sorted(seen_truth - got[suite][key])} / "
+                  f"{sorted(got[suite][key] - seen_truth)}")
+
+
 def taint_table(tally: Tally, runs: list) -> None:
     variants = {"hand-written": {s: Spec.from_dict(d, s) for s, d in detection.spec_dicts().items()},
                 "proposed": _proposed_specs(tally, Thresholds()),
@@ -236,6 +254,7 @@ def main() -> None:
     tally, runs = dev_set(args.sample)
     suites = detection.SUITES
     list_table(tally, suites)
+    names_only_table(runs)
     taint_table(tally, runs)
     captures_table()
     if args.sample == 1:

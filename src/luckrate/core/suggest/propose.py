@@ -14,7 +14,7 @@ class Thresholds:
     """The knobs, each with the default ``benchmarks/suggest.py`` chose leave-one-suite-out."""
 
     sentence_share: float = 0.05
-    """An untrusted candidate: at least this share of a tool's results hold sentences of free text."""
+    """An untrusted candidate: at least this share of a tool's results hold sentences of free text (or markup)."""
     min_runs: int = 3
     """A ``before`` rule needs at least this many supporting runs."""
     quantile: float = 0.99
@@ -148,7 +148,7 @@ def untrusted_entry(tool: str, t: ToolTally, th: Thresholds) -> Entry | None:
     templated = _templated(t)
     if t.results and share >= th.sentence_share and not templated:
         why.append(f"{_pct(share)} of {t.results} results hold sentences of free text")
-    if t.markup:
+    if t.results and t.markup / t.results >= th.sentence_share:  # a stray <br> in one result in a thousand is not a page
         why.append(f"{t.markup} of {t.results} results hold markup")
     if (named or described) and t.sentences:  # a page fetched daily repeats itself: the name still says whose text it is
         where = f"name says {', '.join(named[:3])}" if named else f"description says {', '.join(described[:3])}"
