@@ -2,6 +2,7 @@
 ``privileged`` and ``untrusted`` lists, and taint graded with the proposed spec vs the hand-written one.
 
     PYTHONPATH=src .venv/bin/python benchmarks/suggest.py            # --sample 8: every 8th dev-set run
+    PYTHONPATH=src .venv/bin/python benchmarks/suggest.py --against SPEC --format otlp-json FILE...
 
 Three parts:
 1. the detection dev set (benchmarks/data/detection_*.jsonl.gz, read only), one agent per suite,
@@ -247,10 +248,56 @@ def _held(fill) -> float:
     return current / 1024
 
 
+def against(spec_path: str, fmt: str, files: list[str]) -> None:
+    """Any recorded runs against any hand-written spec: precision and recall per list and agent, and
+    taint graded with the proposed spec scored against taint graded with the hand-written one (the
+    hand-written verdicts taken as truth: no labels needed)."""
+    from luckrate.core.spec import spec_for
+
+    tally, notes = Tally(), []
+    for path in files:
+        notes += tally_file(tally, path, fmt)
+    proposals, more = propose(tally)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "proposed.py"
+        out.write_text(render(proposals, notes + more))
+        proposed = load_specs(out)
+    hand = load_specs(spec_path)
+    print(f"\n## {len(files)} files against {spec_path}\n")
+    print(f"{'agent':20} {'list':10} {'P':>6} {'R':>6} {'R seen':>6}  missed / beyond")
+    for p in proposals:
+        spec = spec_for(hand, p.agent)
+        if spec is None:
+            print(f"{p.agent!s:20} no hand-written spec")
+            continue
+        seen = {t for t, calls, _ in p.tools if calls}
+        for key, got in (("privileged", {e.tool for e in p.privileged}), ("untrusted", {e.tool for e in p.untrusted})):
+            truth = set(getattr(spec, key))
+            pr, r, _ = prf(got, truth)
+            print(f"{p.agent!s:20} {key:10} {_f(pr):>6} {_f(r):>6} {_f(prf(got, truth & seen)[1]):>6}  "
+                  f"{sorted(truth - got)} / {sorted(got - truth)}")
+    c = Counter()
+    for path in files:
+        for traj in reader(fmt)(Path(path).read_bytes(), path):
+            want = any(v.check == "taint" for v in grade(traj, spec_for(hand, traj.agent)).violations)
+            flag = any(v.check == "taint" for v in grade(traj, spec_for(proposed, traj.agent)).violations)
+            c["tp" if want and flag else "fp" if flag else "fn" if want else "tn"] += 1
+    p_, r_, f_ = _prf(c)
+    print(f"\ntaint, proposed vs hand-written verdicts over {sum(c.values())} runs: P {_f(p_)} R {_f(r_)} F1 {_f(f_)} "
+          f"({c['tp'] + c['fn']} runs tainted under the hand-written spec)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sample", type=int, default=1, metavar="N", help="read every Nth run of the dev set only")
+    parser.add_argument("--against", metavar="SPEC", help="score FILEs (recorded runs) against this hand-written spec "
+                        "instead of the dev set")
+    parser.add_argument("--format", default="trajectory", help="the FILEs' format (as luckrate grade)")
+    parser.add_argument("files", nargs="*", metavar="FILE")
     args = parser.parse_args()
+    if args.against:
+        against(args.against, args.format, args.files)
+        return
     tally, runs = dev_set(args.sample)
     suites = detection.SUITES
     list_table(tally, suites)
