@@ -221,13 +221,13 @@ def memory_table(runs: list) -> None:
     trajs = [traj for _, traj in runs]
     base = None
     for k in (1, 2, 4):
-        kib = _held(lambda tally: [tally.add(t) for _ in range(k) for t in trajs])
+        kib = _held(lambda tally, k=k: [tally.add(t) for _ in range(k) for t in trajs])
         base = base or kib
         print(f"{f'dev set x{k}':44} {k * len(trajs):7} {kib:9.0f} {kib / base:6.2f}")
     base = None
     for names in (1_000, 10_000, 100_000):
         synthetic = [Trajectory(str(i), (Step(0, f"tool_{i}", {"q": i}, "ok"),), output_ok=True) for i in range(names)]
-        kib = _held(lambda tally: [tally.add(t) for t in synthetic])
+        kib = _held(lambda tally, runs=synthetic: [tally.add(t) for t in runs])
         base = base or kib
         print(f"{f'{names:,} distinct tool names':44} {names:7} {kib:9.0f} {kib / base:6.2f}")
     print("(names past the 1,000 tracked are remembered only to count them, up to 100,000)")
