@@ -21,6 +21,7 @@ from luckrate.core.grade import RunGrade, grade, traced
 from luckrate.core.metric import LuckRate
 from luckrate.core.spec import InvalidSpec, Spec, load_specs, spec_for
 from luckrate.core.step import Trajectory
+from luckrate.core.suggest import Tally, Thresholds, compare, propose, render
 from luckrate.progress import Progress
 from luckrate.report import as_json, as_text
 
@@ -83,8 +84,6 @@ def cmd_convert(args: argparse.Namespace) -> int:
 def cmd_suggest(args: argparse.Namespace) -> int:
     """Read every FILE once, run by run, into a bounded tally; print the proposed spec (or, with
     ``--check``, what the traffic suggests that the spec does not say: exit 1 when anything)."""
-    from luckrate.core.suggest import Tally, Thresholds, compare, propose, render
-
     tally, notes = Tally(), []
     for path in args.files:
         notes += tally_file(tally, path, args.format)
@@ -110,7 +109,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     return EXIT_GATE_FAILED if differences else EXIT_OK
 
 
-def tally_file(tally, path: str, fmt: str) -> list[str]:
+def tally_file(tally: Tally, path: str, fmt: str) -> list[str]:
     """Fold one file's runs into ``tally`` (for OTLP, with the tool definitions its traces carry);
     return notes on what it held that made no run. A trace with no agent, model or tool span is
     counted in a note, not an error: a day of traffic holds other traces too."""
@@ -118,7 +117,8 @@ def tally_file(tally, path: str, fmt: str) -> list[str]:
         data = Path(path).read_bytes()
     except OSError as e:
         raise UsageError(f"{path}: cannot read ({e.strerror})") from None
-    notes, definitions = [], {}
+    notes: list[str] = []
+    definitions: dict[str, dict[str, tuple[str | None, frozenset[str]]]] = {}
     if fmt in ("otlp", "otlp-json"):
         from luckrate.adapters.otlp.definitions import definitions_from_file
         from luckrate.adapters.otlp.readers import read_otlp_runs

@@ -97,7 +97,7 @@ def _of_span(attrs: dict[str, Any]) -> Iterator[tuple[str, str | None, frozenset
 def _one(raw: Any) -> Iterable[tuple[str, str | None, frozenset[str]]]:
     if not isinstance(raw, dict):
         return ()
-    inner = raw.get("function") if isinstance(raw.get("function"), dict) else raw
+    inner: dict[str, Any] = raw["function"] if isinstance(raw.get("function"), dict) else raw
     name = inner.get("name")
     if not isinstance(name, str) or not name:
         return ()

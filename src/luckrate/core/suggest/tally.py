@@ -157,9 +157,9 @@ def _call(tool: ToolTally, step: Step, content: bool) -> None:
         return
     if step.args or step.result is not None:
         tool.captured += 1
-    for shape in signals.argument_shapes(step.args):
-        if len(tool.shapes) < MAX_FIELDS or shape in tool.shapes:
-            tool.shapes[shape] += 1
+    for carried in signals.argument_shapes(step.args):
+        if len(tool.shapes) < MAX_FIELDS or carried in tool.shapes:
+            tool.shapes[carried] += 1
     if step.result is None or step.failed:
         return
     tool.results += 1
@@ -235,7 +235,7 @@ def tool_definitions(raw: Mapping[str, Any] | None) -> tuple[str | None, frozens
     ``input_schema`` / ``inputSchema`` / ``json_schema``."""
     if not isinstance(raw, Mapping):
         return None, frozenset()
-    inner = raw.get("function") if isinstance(raw.get("function"), Mapping) else raw
+    inner: Mapping[str, Any] = raw["function"] if isinstance(raw.get("function"), Mapping) else raw
     description = inner.get("description")
     schema = next((inner.get(k) for k in ("parameters", "input_schema", "inputSchema", "json_schema", "schema")
                    if isinstance(inner.get(k), Mapping)), None)
