@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from examples.spec import SPEC as EXAMPLE_SPEC
 from luckrate.adapters.formats import reader
 from luckrate.cli import main, tally_file
@@ -321,6 +324,29 @@ def test_a_hostile_tool_name_is_a_string_in_the_file_and_nothing_runs(tmp_path):
     p, notes = _proposal(*[run(step(name, {"to": "a@b.test"}), id=str(i)) for i in range(3)])
     specs = _load(render([p], notes))
     assert specs["*"].tools == (name,) and not (tmp_path / "pwned").exists()
+
+
+_names = st.text(max_size=12)
+_calls = st.lists(st.tuples(st.sampled_from(["send_x", "get_y", "z"]) | _names,
+                            st.dictionaries(_names, st.one_of(st.integers(), _names, st.none()), max_size=3),
+                            st.one_of(st.none(), st.text(max_size=80)), st.booleans()), max_size=6)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.one_of(st.none(), _names), _calls, st.one_of(st.none(), st.booleans())),
+                min_size=1, max_size=8))
+def test_whatever_the_runs_the_proposed_file_loads(runs_):
+    # Built here: names, arguments and results are arbitrary text, as span data may be.
+    from dataclasses import replace
+
+    tally = Tally()
+    for i, (agent, calls, ok) in enumerate(runs_):
+        steps = [step(tool, args, result, None if good else "boom") for tool, args, result, good in calls]
+        tally.add(replace(run(*steps, id=str(i), output_ok=ok), agent=agent))
+    proposals, notes = propose(tally)
+    specs = _load(render(proposals, notes))
+    keys = {"*"} if len(proposals) == 1 else {p.agent if p.agent is not None else "*" for p in proposals}
+    assert set(specs) == keys
 
 
 def test_check_reports_what_the_spec_does_not_say(tmp_path, capsys):

@@ -79,6 +79,8 @@ def propose(tally: Tally, th: Thresholds = Thresholds()) -> tuple[list[Proposal]
         more = f"{tally.untracked_names:,}{'+' if tally.untracked_names >= MAX_UNTRACKED_NAMES else ''}"
         notes.append(f"more than {MAX_TOOLS:,} distinct tool names: {more} further names "
                      f"({tally.untracked['calls']:,} calls) were counted but not proposed")
+    if tally.untracked["unnamed"]:
+        notes.append(f"{tally.untracked['unnamed']:,} calls named no tool: not proposed")
     if tally.untracked["agents"]:
         notes.append(f"more agents than tracked: {tally.untracked['runs']:,} runs of further agents were skipped")
     return out, notes

@@ -138,6 +138,9 @@ class Tally:
         tool = agent.tools.get(name)
         if tool is not None:
             return tool
+        if not name:  # a spec cannot name it
+            self.untracked["unnamed"] += calls
+            return None
         if name in self.tool_names or len(self.tool_names) < MAX_TOOLS:
             self.tool_names.add(name)
             tool = agent.tools[name] = ToolTally()
@@ -209,14 +212,14 @@ def _shared(run: Trajectory, a: str, b: str) -> frozenset[tuple[str, str]]:
     out: set[tuple[str, str]] | None = None
     for step in run.steps[:MAX_SAME_STEPS]:
         if step.tool == b:
-            here = {(arg, first_arg) for arg, value in step.args.items() if _comparable(value)
+            here = {(arg, first_arg) for arg, value in step.args.items() if arg and _comparable(value)
                     for first_arg in seen.get(value_key(value), ())}
             out = here if out is None else out & here
             if not out:
                 return frozenset()
         if step.tool == a and (step.succeeded if run.content else not step.failed):
             for arg, value in step.args.items():
-                if _comparable(value):
+                if arg and _comparable(value):
                     seen.setdefault(value_key(value), set()).add(arg)
     return frozenset(out or ())
 
