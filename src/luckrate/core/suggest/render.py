@@ -8,6 +8,7 @@ escapes quotes, line breaks and non-printable characters) and comments hold only
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 
 from luckrate.core.spec import FALLBACK, Spec, spec_for
@@ -47,9 +48,15 @@ def _summary(proposals: Sequence[Proposal], notes: Sequence[str], sources: Seque
         name = repr(p.agent) if p.agent is not None else "runs naming no agent"
         out.append(_comment(f"{name}: {len(p.tools)} tools, {len(p.privileged)} privileged, {len(p.untrusted)} "
                             f"untrusted, {_n(len(p.before), 'before rule')} from {_n(p.runs, 'run')} ({p.usable:,} usable)"))
-        out += [_comment(f"  not judged: {n}") for n in p.notes]
-    out += [_comment(f"note: {n}") for n in notes]
+        out += [line for n in p.notes for line in _wrapped(f"not judged: {n}", "  ")]
+    out += [line for n in notes for line in _wrapped(f"note: {n}")]
     return out + [""]
+
+
+def _wrapped(text: str, indent: str = "", width: int = 104, most: int = 6) -> list[str]:
+    """A summary line as comment lines: wrapped, not cut (at most ``most`` lines)."""
+    lines = textwrap.wrap(text, width, subsequent_indent=indent + "  ", initial_indent=indent)[:most]
+    return [_comment(line) for line in lines]
 
 
 def _n(k: int, word: str) -> str:
