@@ -1,4 +1,4 @@
-"""The `luckrate` command: grade, convert, serve, demo.
+"""The `luckrate` command: grade, convert, suggest, serve, demo.
 
 Exit codes: 0 the gate passed (or the command succeeded), 1 the gate failed, 2 bad input or usage.
 Bad input is one line on stderr naming the file (and line, trace, span or message) and the problem.
@@ -22,6 +22,7 @@ from luckrate.core.grade import RunGrade, grade, traced
 from luckrate.core.metric import LuckRate
 from luckrate.core.spec import InvalidSpec, Spec, load_specs, spec_for
 from luckrate.core.step import Trajectory
+from luckrate.core.suggest import Tally, Thresholds, compare, propose, render
 from luckrate.progress import Progress
 from luckrate.report import as_json, as_text
 
@@ -105,6 +106,64 @@ def _emit(text: str) -> bool:
         return False
 
 
+def cmd_suggest(args: argparse.Namespace) -> int:
+    """Read every FILE once, run by run, into a bounded tally; print the proposed spec (or, with
+    ``--check``, what the traffic suggests that the spec does not say: exit 1 when anything)."""
+    tally, notes = Tally(), []
+    for path in args.files:
+        notes += tally_file(tally, path, args.format)
+    if not tally.agents:
+        raise UsageError(f"no agent runs in {', '.join(args.files)}: nothing to suggest from"
+                         + (f" ({notes[0]})" if notes else ""))
+    proposals, more = propose(tally, Thresholds(fields=args.fields))
+    notes += more
+    text = render(proposals, notes, args.files)
+    if args.output:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise UsageError(f"{args.output}: cannot write ({e.strerror})") from None
+    for note in notes + [f"agent {p.agent!r}: {n}" for p in proposals for n in p.notes]:
+        print(f"luckrate: note: {note}", file=sys.stderr)
+    if args.check is None:
+        if not args.output:
+            print(text, end="")
+        return EXIT_OK
+    differences = compare(proposals, load_specs(args.check))
+    print("\n".join(differences) if differences else f"{args.check}: agrees with the traffic")
+    return EXIT_GATE_FAILED if differences else EXIT_OK
+
+
+def tally_file(tally: Tally, path: str, fmt: str) -> list[str]:
+    """Fold one file's runs into ``tally`` (for OTLP, with the tool definitions its traces carry);
+    return notes on what it held that made no run. A trace with no agent, model or tool span is
+    counted in a note, not an error: a day of traffic holds other traces too."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read ({e.strerror})") from None
+    notes: list[str] = []
+    definitions: dict[str, dict[str, tuple[str | None, frozenset[str]]]] = {}
+    if fmt in ("otlp", "otlp-json"):
+        from luckrate.adapters.otlp.definitions import definitions_from_file
+        from luckrate.adapters.otlp.readers import read_otlp_runs
+
+        runs, skipped = read_otlp_runs(data, path, fmt)
+        if skipped:
+            notes.append(f"{len(skipped):,} trace{'s' if len(skipped) != 1 else ''} made no run, skipped "
+                         f"(first: {_one_line(skipped[0])})")
+        definitions = definitions_from_file(data, fmt) if runs else {}
+    else:
+        runs = reader(fmt)(data, path)
+    if not runs:
+        notes.append(f"{path}: no agent runs")
+    for traj in runs:
+        tally.add(traj)
+        for tool, (description, params) in sorted(definitions.get(traj.id, {}).items()):
+            tally.describe(traj.agent, tool, description, params)
+    return notes
+
+
 def _add_format(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=sorted(FORMATS), default="trajectory",
                         help="input format (default: trajectory, luckrate's JSON / JSON Lines form)")
@@ -131,6 +190,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("convert", help="print the trajectories read from FILEs as JSON Lines")
     _add_format(p)
     p.set_defaults(func=cmd_convert)
+
+    p = sub.add_parser("suggest", help="propose a spec (a Python file to review) from recorded runs")
+    p.add_argument("--check", metavar="SPEC",
+                   help="compare SPEC with what the traffic suggests instead: tools called but not declared, declared "
+                        "but never seen, privileged or untrusted candidates not declared (exit 1 when any)")
+    p.add_argument("-o", "--output", metavar="PATH", help="write the proposed spec to PATH (default: print it)")
+    p.add_argument("--fields", action="store_true",
+                   help="declare untrusted field by field where every sentence a tool returned sat in named fields "
+                        "(the dict form; other untrusted tools then get \"*\", their whole result)")
+    _add_format(p)
+    p.set_defaults(func=cmd_suggest)
 
     _add_module(sub, "serve", "luckrate.service.app", "receive OTLP traces and logs, grade them, export metrics")
     _add_module(sub, "demo", "luckrate.demo", "send demo agent traces to an OTLP endpoint")

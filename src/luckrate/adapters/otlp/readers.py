@@ -157,3 +157,31 @@ def _non_empty(trajectories: list[Trajectory]) -> list[Trajectory]:
     if not trajectories:
         raise InvalidInput("no spans")
     return trajectories
+
+
+def read_otlp_runs(data: bytes, source: str, fmt: str, rule: OutputRule = OutputRule()
+                   ) -> tuple[list[Trajectory], list[InvalidInput]]:
+    """``read_otlp`` (fmt ``otlp``) or ``read_otlp_json`` (``otlp-json``), except that a trace that makes
+    no run (no agent, model or tool span: an HTTP request traced beside the agents) is returned as its
+    error beside the runs instead of failing the file: what ``luckrate suggest`` reads from a day of
+    mixed traffic. A file that does not decode, or spans that cannot be kept, still raise; a logs file
+    holds no runs of its own."""
+    req = _decode(data, source, fmt == "otlp-json", logs_only=False)
+    if isinstance(req, ExportLogsServiceRequest):
+        return [], []
+    try:
+        records, rejected = records_from_request(req, keep_attribute=rule.attribute)
+        if rejected:
+            raise InvalidInput("spans that cannot be read: " + ", ".join(f"{r.count} {r.reason}" for r in rejected))
+    except InvalidInput as e:
+        raise e.at(source) from None
+    traces: dict[bytes, list[SpanRecord]] = {}
+    for rec in records:
+        traces.setdefault(rec.trace_id, []).append(rec)
+    runs, errors = [], []
+    for spans in traces.values():
+        try:
+            runs.append(trajectory_from_spans(spans, rule))
+        except InvalidInput as e:
+            errors.append(e.at(source))
+    return runs, errors
