@@ -15,7 +15,7 @@ from luckrate.adapters.otlp.payloads import parse_args, result_text
 from luckrate.adapters.otlp.roles import AgentRole, ModelRole, Role, ToolRole
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.adapters.otlp.tree import Tree
-from luckrate.adapters.otlp.turns import conversation, model_turns
+from luckrate.adapters.otlp.turns import conversation, event_turns, model_turns
 from luckrate.core.step import USER, Step, Trajectory
 from luckrate.core.step import Message as StepMessage
 
@@ -71,7 +71,7 @@ class _Assembly:
             output_ok=output_ok(self.tree.spans, self.tree.depth, self.rule),
             content=content,
             messages=messages,
-            model_turns=model_turns(joined, self._spans(ModelRole)),
+            model_turns=model_turns(joined, self._spans(ModelRole)) or event_turns(joined, others),
         )
 
     def _inputs(self, rec: SpanRecord) -> list[Message] | None:
