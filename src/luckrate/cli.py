@@ -23,7 +23,7 @@ from luckrate.core.metric import LuckRate
 from luckrate.core.spec import InvalidSpec, Spec, load_specs, spec_for
 from luckrate.core.step import Trajectory
 from luckrate.progress import Progress
-from luckrate.report import as_json, as_text
+from luckrate.report import SKIPPED_REASON, as_json, as_text
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -32,7 +32,9 @@ class UsageError(Exception):
     """Bad input that is not an adapter's: a missing file, a run without a spec."""
 
 
-def _read_all(paths: Sequence[str], fmt: str) -> list[Trajectory]:
+def _read_all(paths: Sequence[str], fmt: str, skipped: dict[str, int] | None = None) -> list[Trajectory]:
+    """Every file's runs; ``skipped`` gets, per file, how many traces it held that are no run (an
+    HTTP request's trace in a service's export)."""
     read = reader(fmt)
     runs: list[Trajectory] = []
     for path in paths:
@@ -40,7 +42,10 @@ def _read_all(paths: Sequence[str], fmt: str) -> list[Trajectory]:
             data = Path(path).read_bytes()
         except OSError as e:
             raise UsageError(f"{path}: cannot read ({e.strerror})") from None
-        runs.extend(read(data, path))
+        found = read(data, path)
+        runs.extend(found)
+        if skipped is not None and getattr(found, "skipped", ()):
+            skipped[path] = skipped.get(path, 0) + len(found.skipped)
     return runs
 
 
@@ -58,11 +63,13 @@ def _grade_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[RunGrade]
 
 def cmd_grade(args: argparse.Namespace) -> int:
     specs = load_specs(args.spec)
-    runs = _read_all(args.files, args.format)
+    skipped: dict[str, int] = {}
+    runs = _read_all(args.files, args.format, skipped)
     grades = _grade_all(runs, specs)
     luck, result = LuckRate.of(grades), gate(grades)
     explained = _explain_all(runs, specs) if args.explain else None
-    _emit(as_json(grades, luck, result, explained) if args.json else as_text(grades, luck, result, explained))
+    report = as_json if args.json else as_text
+    _emit(report(grades, luck, result, explained, skipped))
     return EXIT_GATE_FAILED if result.failed else EXIT_OK
 
 
@@ -76,9 +83,13 @@ def _explain_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[list[di
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    for traj in _read_all(args.files, args.format):
+    skipped: dict[str, int] = {}
+    for traj in _read_all(args.files, args.format, skipped):
         if not _emit(json.dumps(trajectory_to_dict(traj), ensure_ascii=False)):
             break
+    if skipped:  # stdout holds only runs; say on stderr what was left out
+        where = ", ".join(f"{path} ({n})" for path, n in skipped.items())
+        print(f"luckrate: skipped {sum(skipped.values())} traces with {SKIPPED_REASON}: {where}", file=sys.stderr)
     return EXIT_OK
 
 

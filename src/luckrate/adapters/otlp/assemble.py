@@ -24,6 +24,12 @@ _KNOWN = ", ".join(_NAMES[:-1]) + " or " + _NAMES[-1] if len(_NAMES) > 1 else _N
 ERROR = 2  # OTLP Status.StatusCode.STATUS_CODE_ERROR; OK (1) and UNSET (0) are both success
 
 
+class NoAgentSpan(InvalidInput):
+    """A trace with no agent, model or tool span of any known convention: an HTTP request's or a
+    database's trace, say. A file reader skips such a trace (and counts it) when others in the file
+    are runs."""
+
+
 def trajectory_from_spans(records: Sequence[SpanRecord], rule: OutputRule = OutputRule()) -> Trajectory:
     """Build the run's trajectory; raise InvalidInput naming the trace (and span) when the spans
     cannot make one: none given, several traces mixed, a parent cycle, a tool span without a tool
@@ -46,7 +52,7 @@ class _Assembly:
         for rec in tree.spans:  # each role's spans in tree order, listed once (several passes read them)
             self._by_kind.setdefault(type(self.roles[rec.span_id]), []).append(rec)
         if not any(self.roles.values()):
-            raise InvalidInput(f"no {_KNOWN} agent, model or tool span among {len(tree.spans)} spans", where)
+            raise NoAgentSpan(f"no {_KNOWN} agent, model or tool span among {len(tree.spans)} spans", where)
         self._agent_memo: dict[bytes, Any] = {}
         self._tool_memo: dict[bytes, Any] = {}
         self._input_memo: dict[bytes, list[Message] | None] = {}
