@@ -135,10 +135,11 @@ OTLP_SOURCES = {
     "llama-index+openinference": otlp_capture("llama-index"),
     "smolagents+openinference": smolagents_live,
     **{f"strands-{m}": otlp_capture("strands", m) for m in ("default", "latest")},
+    **{f"haystack-{m}": otlp_capture("haystack", m) for m in ("agent", "pipeline")},
 }
 """OTLP sources that record the agent, the user input and call ids, run live or read from committed
 captures, with content on and off."""
-UNNAMED_AGENTS = {"llama-index+openinference"}
+UNNAMED_AGENTS = {"llama-index+openinference", "haystack-agent"}
 """Sources whose spans tie no span to the agent running it (see docs/instrumentations.md)."""
 
 MESSAGE_SOURCES = {

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from luckrate.adapters.otlp import (
-    compaction, genai, google_adk, llamaindex, openinference, pydantic_ai, smolagents, spans, strands, traceloop,
+    compaction, genai, google_adk, haystack, llamaindex, openinference, pydantic_ai, smolagents, spans, strands, traceloop,
     unmarked, vercel_ai,
 )
 from luckrate.adapters.otlp import messages as standard
@@ -56,6 +56,8 @@ CONVENTIONS: tuple[Convention, ...] = (
     Convention("GenAI", genai.classify),
     Convention("Traceloop", traceloop.classify),
     Convention("Vercel AI SDK", vercel_ai.classify, vercel_ai.messages, vercel_ai.KEYS, ("ai.operationId",)),
+    # Last: recognised by span name (a model span has no attributes with content off), so offered every span.
+    Convention("Haystack", haystack.classify, haystack.messages, haystack.KEYS),
 )
 ANSWER_TOOLS = frozenset(c.answer_tool for c in CONVENTIONS if c.answer_tool)
 """Tools whose call is an agent's reply to the user (turns.py reads it as the agent speaking)."""
