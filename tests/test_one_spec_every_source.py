@@ -164,6 +164,11 @@ CANNOT_MARK_FAILURES = {"openai-v2-tool-loop", "openai-v2-tool-loop-span-and-eve
 writes the GenAI conventions' messages drops the ``tool_result`` block's ``is_error`` (its legacy flattened
 prompts kept it)."""
 
+TOOL_CLASS_NAMES = {"langchainjs+traceloop-node": otlp_capture("langchainjs-traceloop")}
+"""Sources that name every tool span after the tool's class (Traceloop's Node SDK over LangGraph.js:
+``execute_tool DynamicStructuredTool``): the tool's name comes from the ToolMessage it returned or the
+model's request, both content; with content off the steps keep the class name."""
+
 SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "langgraph-messages": langgraph_messages,
     "langgraph+openinference": langgraph_openinference,
@@ -173,6 +178,7 @@ SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "n8n-execution": n8n_capture,
     **OTLP_SOURCES,
     **MESSAGE_SOURCES,
+    **TOOL_CLASS_NAMES,
 }
 
 
@@ -363,3 +369,26 @@ def test_langchainjs_agent_as_tool_handoff_same_verdict_agents_not_told_apart():
         ("delete_account", "triage_agent")]
     found = {(v.check, v.tool) for v in grade(traj, SPEC).violations}
     assert found == scenario.expected | {("unknown_tool", "transfer_to_support_agent")}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP,), ids=lambda s: s.name)
+@pytest.mark.parametrize("source", TOOL_CLASS_NAMES)
+def test_tool_class_names_resolve_to_the_tools_called(source, scenario):
+    # Every step was graded as "DynamicStructuredTool". With content on each step has the tool's name and
+    # the model's call id (a tool that threw has no ToolMessage: the request names it).
+    traj = TOOL_CLASS_NAMES[source](scenario)
+    assert [(s.tool, s.call_id, s.failed) for s in traj.steps] == [
+        (c.tool, f"call_{i}_{n}", c.error is not None)
+        for i, turn in enumerate(scenario.turns) for n, c in enumerate(turn)]
+    if scenario is FAILING_LOOP:
+        assert {(v.check, v.tool) for v in grade(traj, SPEC).violations} == FAILING_LOOP.expected
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("source", TOOL_CLASS_NAMES)
+def test_tool_class_names_stay_without_content(source, scenario):
+    # Content off leaves the class name only: every step is kept, none is named (unknown_tool warns).
+    traj = TOOL_CLASS_NAMES[source](scenario, content=False)
+    assert traj.content is False
+    assert [s.tool for s in traj.steps] == ["DynamicStructuredTool"] * len(scenario.calls)
+    assert ("unknown_tool", "DynamicStructuredTool") in {(v.check, v.tool) for v in grade(traj, SPEC).violations}

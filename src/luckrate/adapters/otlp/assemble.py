@@ -12,7 +12,8 @@ from luckrate.adapters.otlp.join import Call, Response, join, requests_from
 from luckrate.adapters.otlp.messages import Message, user_texts
 from luckrate.adapters.otlp.output import OutputRule, output_ok
 from luckrate.adapters.otlp.payloads import parse_args, result_text
-from luckrate.adapters.otlp.roles import AgentRole, ModelRole, Role, ToolRole
+from luckrate.adapters.otlp import traceloop
+from luckrate.adapters.otlp.roles import AgentRole, ChainRole, ModelRole, Role, ToolRole
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.adapters.otlp.tree import Tree
 from luckrate.adapters.otlp.turns import conversation, event_turns, model_turns
@@ -132,6 +133,9 @@ class _Assembly:
             parts = [self._call(r, self.roles[r.span_id], name) for r in members]
             calls.append(functools.reduce(_merge, parts))
         captured = any(c.args_captured or c.result is not None for c in calls)
+        if any(c.tool in traceloop.TOOL_CLASSES for c in calls):
+            asked = [(r.end_ns, q) for r in self._spans(ChainRole) for q in traceloop.requested_calls(r)]
+            calls = traceloop.resolve_class_names(calls, asked)
         return calls, captured
 
     def _call(self, rec: SpanRecord, role: ToolRole, name: str) -> Call:
