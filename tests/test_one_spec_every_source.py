@@ -88,11 +88,8 @@ def pydantic_ai_live(version: int) -> Callable[..., Trajectory]:
 
 
 def smolagents_live(s: Scenario, content: bool = True) -> Trajectory:
-    if s in POLICY_SCENARIOS:
-        # A smolagents run takes one task; a reply continues as a "New task" whose history holds the agent's
-        # question as a final_answer tool call and its response, not as an agent message: the policy
-        # scenarios' second user turn is not carried yet (open: turns.py).
-        pytest.skip("smolagents: the policy scenarios' second user turn is not carried yet")
+    # A smolagents run takes one task; a reply continues the same agent as a "New task" whose history holds
+    # the agent's question as its final_answer call (tests/frameworks/smolagents_agent.py).
     return _live(("smolagents", s.name, content), lambda: smolagents_agent.spans_for(s, capture=content))
 
 

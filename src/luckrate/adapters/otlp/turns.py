@@ -93,16 +93,18 @@ def _spoken(messages: Sequence[ModelMessage]) -> list[Spoken]:
     out = []
     for m in messages:
         text = "\n".join(t for t in m.texts if captured(t))
-        if not text.strip():
+        if m.role in ("assistant", "ai", "model") and m.calls and all(c.name in ANSWER_TOOLS for c in m.calls):
+            # A framework that answers by a tool call: its arguments are the message (the text beside it,
+            # often empty, is narration).
+            answer = "\n".join(_answer_text(c.args) for c in m.calls)
+            if answer.strip():
+                out.append((AGENT, answer))
+        elif not text.strip():
             continue
-        if m.role in ("user", "human"):
+        elif m.role in ("user", "human"):
             out.append((USER, text))
         elif m.role in ("assistant", "ai", "model") and not m.calls:
             out.append((AGENT, text))
-        elif m.role in ("assistant", "ai", "model") and all(c.name in ANSWER_TOOLS for c in m.calls):
-            answer = "\n".join(_answer_text(c.args) for c in m.calls)  # a framework that answers by a tool call
-            if answer.strip():
-                out.append((AGENT, answer))
     return out
 
 
