@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from luckrate.adapters import InvalidInput
-from luckrate.adapters.formats import FORMATS, reader
+from luckrate.adapters.formats import FORMATS, GROUPS_TRACES, reader
 from luckrate.adapters.trajectory import trajectory_to_dict
 from luckrate.core.gate import gate
 from luckrate.core.checks.grounding import explain
@@ -26,26 +26,35 @@ from luckrate.progress import Progress
 from luckrate.report import SKIPPED_REASON, as_json, as_text
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+RUN_MODES = ("trace", "links", "conversation")
+"""``--runs-by`` values (adapters/otlp/runs.py MODES; named here so parsing imports no OTLP code)."""
 
 
 class UsageError(Exception):
     """Bad input that is not an adapter's: a missing file, a run without a spec."""
 
 
-def _read_all(paths: Sequence[str], fmt: str, skipped: dict[str, int] | None = None) -> list[Trajectory]:
+def _read_all(paths: Sequence[str], fmt: str, skipped: dict[str, int] | None = None,
+              runs_by: str | None = None, assembly: dict[str, int] | None = None) -> list[Trajectory]:
     """Every file's runs; ``skipped`` gets, per file, how many traces it held that are no run (an
-    HTTP request's trace in a service's export)."""
+    HTTP request's trace in a service's export); ``assembly`` adds up what grouping traces into runs
+    did (``runs_by``: OTLP formats only)."""
     read = reader(fmt)
+    if runs_by is not None and fmt not in GROUPS_TRACES:
+        raise UsageError(f"--runs-by applies to OTLP input (--format {' or '.join(sorted(GROUPS_TRACES))})")
     runs: list[Trajectory] = []
     for path in paths:
         try:
             data = Path(path).read_bytes()
         except OSError as e:
             raise UsageError(f"{path}: cannot read ({e.strerror})") from None
-        found = read(data, path)
+        found = read(data, path, runs_by=runs_by) if runs_by is not None else read(data, path)
         runs.extend(found)
         if skipped is not None and getattr(found, "skipped", ()):
             skipped[path] = skipped.get(path, 0) + len(found.skipped)
+        for key, n in getattr(found, "assembly", {}).items():
+            if assembly is not None:
+                assembly[key] = assembly.get(key, 0) + n
     return runs
 
 
@@ -64,12 +73,13 @@ def _grade_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[RunGrade]
 def cmd_grade(args: argparse.Namespace) -> int:
     specs = load_specs(args.spec)
     skipped: dict[str, int] = {}
-    runs = _read_all(args.files, args.format, skipped)
+    assembly: dict[str, int] = {}
+    runs = _read_all(args.files, args.format, skipped, args.runs_by, assembly)
     grades = _grade_all(runs, specs)
     luck, result = LuckRate.of(grades), gate(grades)
     explained = _explain_all(runs, specs) if args.explain else None
     report = as_json if args.json else as_text
-    _emit(report(grades, luck, result, explained, skipped))
+    _emit(report(grades, luck, result, explained, skipped, assembly))
     return EXIT_GATE_FAILED if result.failed else EXIT_OK
 
 
@@ -84,7 +94,7 @@ def _explain_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[list[di
 
 def cmd_convert(args: argparse.Namespace) -> int:
     skipped: dict[str, int] = {}
-    for traj in _read_all(args.files, args.format, skipped):
+    for traj in _read_all(args.files, args.format, skipped, args.runs_by):
         if not _emit(json.dumps(trajectory_to_dict(traj), ensure_ascii=False)):
             break
     if skipped:  # stdout holds only runs; say on stderr what was left out
@@ -108,6 +118,9 @@ def _emit(text: str) -> bool:
 def _add_format(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=sorted(FORMATS), default="trajectory",
                         help="input format (default: trajectory, luckrate's JSON / JSON Lines form)")
+    parser.add_argument("--runs-by", choices=RUN_MODES, default=None,
+                        help="OTLP input: which traces make one run: trace (each trace), links (traces tied by "
+                             "span links; the default) or conversation (also traces sharing gen_ai.conversation.id)")
     parser.add_argument("files", nargs="+", metavar="FILE")
 
 

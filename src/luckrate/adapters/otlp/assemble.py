@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from luckrate.adapters import InvalidInput
@@ -43,6 +44,24 @@ def trajectory_from_spans(records: Sequence[SpanRecord], rule: OutputRule = Outp
     if stray is not None:
         raise InvalidInput(f"span {stray.span_hex} belongs to another trace ({stray.trace_hex})", where)
     return _Assembly(Tree(records, where), where, rule).trajectory(trace.hex())
+
+
+def trajectory_from_run(traces: Sequence[Sequence[SpanRecord]], parents: dict[tuple[bytes, bytes], bytes],
+                        rule: OutputRule = OutputRule()) -> Trajectory:
+    """One run spread over several traces (runs.py groups them; the first trace started first): their
+    spans as one tree, a root span taking the span it links to in an earlier trace as its parent
+    (``parents``, keyed by (trace, span)). The run's id is its first trace's."""
+    first = traces[0][0].trace_id
+    where = f"run {first.hex()} ({len(traces)} traces)"
+    records = [_adopt(rec, parents) for spans in traces for rec in spans]
+    return _Assembly(Tree(records, where), where, rule).trajectory(first.hex())
+
+
+def _adopt(rec: SpanRecord, parents: dict[tuple[bytes, bytes], bytes]) -> SpanRecord:
+    if rec.parent_id:
+        return rec
+    parent = parents.get((rec.trace_id, rec.span_id))
+    return rec if parent is None else replace(rec, parent_id=parent)
 
 
 class _Assembly:
