@@ -77,3 +77,12 @@ def test_content_off_keeps_every_step(scenario):
     traj = _read(f"{scenario.name}.nocontent")
     assert traj.content is False
     assert [s.tool for s in traj.steps] == [PLUGIN + c.tool for c in scenario.calls]
+
+
+def test_the_agent_span_holds_the_conversation():
+    # No chat span holds messages (they are log records): the agent span's input and reply are read the
+    # way a model call's are, so confirm can run.
+    traj = _read("injected")
+    assert [(m.role, m.text, m.before_step) for m in traj.messages] == [
+        ("user", SCENARIOS[2].user, 0), ("agent", SCENARIOS[2].answer, 3)]
+    assert not any(s.startswith("confirm") for s in grade(traj, SPEC).skipped)

@@ -85,7 +85,7 @@ class _Assembly:
         others = [r for r in self.tree.spans if not isinstance(self.roles[r.span_id], ModelRole)]
         joined = [c for c in joined if c.key[2] not in answers]  # the answer call, and the request it answered
         messages = conversation([(m[0], self._inputs(m[0]), m[1]) for m in models], [c.start_ns for c in joined],
-                                others)
+                                others, lambda: [(r, self._inputs(r), output_messages(r)) for r in self._spans(AgentRole)])
         content = captured or self._messages_captured()
         if not content:  # placeholders a framework writes for redacted text are not what anyone said
             messages = ()

@@ -21,7 +21,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from luckrate.adapters.otlp.join import Call
@@ -53,15 +53,27 @@ def model_turns(calls: Sequence[Call], models: Sequence[SpanRecord]) -> tuple[in
     return tuple(out)
 
 
-def conversation(
-    models: Sequence[tuple[SpanRecord, list[ModelMessage] | None, list[ModelMessage] | None]],
-    starts: Sequence[int],
-    others: Sequence[SpanRecord],
-) -> tuple[Message, ...]:
+Recorded = Sequence[tuple[SpanRecord, list[ModelMessage] | None, list[ModelMessage] | None]]
+"""Spans with their input and output messages (None: not recorded)."""
+
+
+def conversation(models: Recorded, starts: Sequence[int], others: Sequence[SpanRecord],
+                 agents: Callable[[], Recorded] | None = None) -> tuple[Message, ...]:
     """The user's and the agent's messages placed among steps starting at ``starts`` (ascending).
 
-    ``models`` holds each model span with its input and output messages (None: not recorded); ``others``
-    are the remaining spans, read for GenAI message events only when no model recorded its input."""
+    ``models`` holds each model span with its input and output messages; ``others`` are the remaining
+    spans, read for GenAI message events only when no model recorded its input; ``agents`` (called only
+    then: agent spans with their messages) are read the way model calls are, last: a framework whose model spans hold no
+    content may record the run's input and reply on its agent span (Semantic Kernel)."""
+    out = _placed(models, starts)
+    if not out:
+        out = _event_messages(others, starts)
+    if not out and agents is not None:
+        out = _placed(agents(), starts)
+    return tuple(out)
+
+
+def _placed(models: Recorded, starts: Sequence[int]) -> list[Message]:
     said: list[Spoken] = []
     out: list[Message] = []
     for rec, inputs, outputs in sorted(models, key=lambda m: (m[0].start_ns, m[0].end_ns, m[0].span_id)):
@@ -78,9 +90,7 @@ def conversation(
         for role, text in reply:
             out.append(Message(role, text, bisect_left(starts, rec.end_ns)))
         said = said + reply
-    if not out:
-        out = _event_messages(others, starts)
-    return tuple(out)
+    return out
 
 
 def _answer_text(args: Any) -> str:
