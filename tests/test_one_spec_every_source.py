@@ -166,6 +166,10 @@ TOOL_CLASS_NAMES = {"langchainjs+traceloop-node": otlp_capture("langchainjs-trac
 ``execute_tool DynamicStructuredTool``): the tool's name comes from the ToolMessage it returned or the
 model's request, both content; with content off the steps keep the class name."""
 
+TASK_SOURCES = {"crewai+openinference": otlp_capture("crewai-openinference")}
+"""CrewAI under OpenInference: no span records the user's words; the task's description (in the task span's
+output) is the request, as for CrewAI's events. No span carries a call id."""
+
 SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "langgraph-messages": langgraph_messages,
     "langgraph+openinference": langgraph_openinference,
@@ -176,6 +180,7 @@ SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     **OTLP_SOURCES,
     **MESSAGE_SOURCES,
     **TOOL_CLASS_NAMES,
+    **TASK_SOURCES,
 }
 
 
@@ -389,3 +394,16 @@ def test_tool_class_names_stay_without_content(source, scenario):
     assert traj.content is False
     assert [s.tool for s in traj.steps] == ["DynamicStructuredTool"] * len(scenario.calls)
     assert ("unknown_tool", "DynamicStructuredTool") in {(v.check, v.tool) for v in grade(traj, SPEC).violations}
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "nocontent"])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("source", TASK_SOURCES)
+def test_task_sources_name_the_agent_and_the_request(source, scenario, content):
+    # Taint and ungrounded were skipped on every CrewAI run under OpenInference: no user input was read.
+    traj = TASK_SOURCES[source](scenario, content=content)
+    assert (traj.agent, traj.input, traj.content) == ("Support Agent", scenario.user if content else "", content)
+    assert [s.tool for s in traj.steps] == [c.tool for c in scenario.calls]
+    g = grade(traj, SPEC)
+    assert {(v.check, v.tool) for v in g.violations} == {p for p in scenario.expected if content or p[0] != "taint"}
+    assert any(s.startswith("taint (") for s in g.skipped) is (not content)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from luckrate.adapters.otlp import (
-    compaction, genai, google_adk, haystack, llamaindex, openinference, pydantic_ai, smolagents, spans, strands, traceloop,
+    compaction, crewai_openinference, genai, google_adk, haystack, llamaindex, openinference, pydantic_ai, smolagents, spans, strands, traceloop,
     unmarked, vercel_ai,
 )
 from luckrate.adapters.otlp import messages as standard
@@ -46,6 +46,8 @@ CONVENTIONS: tuple[Convention, ...] = (
     Convention("LlamaIndex", llamaindex.classify, markers=_OI),  # before OpenInference: its tool spans' shapes
     Convention("smolagents", smolagents.classify, smolagents.messages, smolagents.KEYS, _OI,  # likewise
                answer_tool=smolagents.ANSWER_TOOL),
+    Convention("CrewAI", crewai_openinference.classify, crewai_openinference.messages,  # before OpenInference
+               crewai_openinference.KEYS, crewai_openinference.MARKERS),
     Convention("OpenInference", openinference.classify, openinference.messages, openinference.KEYS, _OI),
     Convention("pydantic-ai", pydantic_ai.classify, pydantic_ai.messages, pydantic_ai.KEYS,  # before GenAI: v1, v2
                tuple(pydantic_ai.KEYS)),
