@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from luckrate.adapters.otlp import (
-    compaction, crewai_openinference, genai, google_adk, haystack, llamaindex, openinference, pydantic_ai, smolagents, spans, strands, traceloop,
+    compaction, crewai_openinference, genai, google_adk, haystack, llamaindex, mastra, openinference, pydantic_ai, smolagents, spans, strands, traceloop,
     unmarked, vercel_ai,
 )
 from luckrate.adapters.otlp import messages as standard
@@ -55,6 +55,7 @@ CONVENTIONS: tuple[Convention, ...] = (
                tuple(google_adk.KEYS)),
     Convention("Strands Agents", strands.classify, strands.messages, strands.KEYS,  # before GenAI: events
                tuple(strands.KEYS)),
+    Convention("Mastra", mastra.classify, mastra.messages, mastra.KEYS, (mastra.TYPE,)),  # before GenAI: chat spans
     Convention("GenAI", genai.classify),
     Convention("Traceloop", traceloop.classify),
     Convention("Vercel AI SDK", vercel_ai.classify, vercel_ai.messages, vercel_ai.KEYS, ("ai.operationId",)),
