@@ -34,9 +34,8 @@ KEYS = frozenset({
     "haystack.component.name", "haystack.component.type", "haystack.component.input", "haystack.component.output",
 })
 PREFIX = "haystack."
-_AGENT, _STEP, _LLM, _TOOL, _COMPONENT = (
-    "haystack.agent.run", "haystack.agent.step", "haystack.agent.step.llm", "haystack.agent.step.tool",
-    "haystack.component.run")
+_AGENT, _LLM, _TOOL, _COMPONENT = (
+    "haystack.agent.run", "haystack.agent.step.llm", "haystack.agent.step.tool", "haystack.component.run")
 
 
 def classify(rec: SpanRecord) -> Role | None:
@@ -59,7 +58,7 @@ def classify(rec: SpanRecord) -> Role | None:
         if isinstance(kind, str) and kind.endswith("ChatGenerator"):
             return ModelRole()
         return ChainRole(component if isinstance(component, str) else None)
-    return ChainRole(None) if name == _STEP or name.startswith(PREFIX) else None
+    return ChainRole(None)  # haystack.agent.step, haystack.pipeline.run and the rest
 
 
 def _failed(rec: SpanRecord) -> bool:
@@ -81,7 +80,7 @@ _OUTPUT_KEYS = {_AGENT: "haystack.agent.output", _LLM: "haystack.agent.step.llm.
 def messages(rec: SpanRecord, direction: str) -> list[Message] | None:
     """The agent's, a model call's or a chat generator component's messages; None elsewhere."""
     key = (_INPUT_KEYS if direction == "input" else _OUTPUT_KEYS).get(rec.name)
-    if key is None or not rec.name.startswith(PREFIX):
+    if key is None:
         return None
     if rec.name == _COMPONENT and not str(rec.get("haystack.component.type") or "").endswith("ChatGenerator"):
         return None
