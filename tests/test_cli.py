@@ -235,3 +235,54 @@ def test_grade_reads_otlp_json_logs_files(tmp_path, capsys):
 def test_logs_with_a_format_that_has_none_exits_2(capsys):
     assert main(["grade", "--spec", SPEC, RUNS, "--logs", RUNS]) == 2
     assert capsys.readouterr().err == "luckrate: error: --logs needs --format otlp or otlp-json\n"
+
+
+def _service_export(with_run: bool = True) -> bytes:
+    """A day's export from a real service, made by the real OTel SDK: an HTTP request's trace and a
+    database call's trace beside (optionally) one agent run."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("service")
+    with tracer.start_as_current_span("GET /health", kind=SpanKind.SERVER,
+                                      attributes={"http.request.method": "GET", "url.path": "/health"}):
+        pass
+    with tracer.start_as_current_span("SELECT orders", kind=SpanKind.CLIENT,
+                                      attributes={"db.system.name": "postgresql", "db.operation.name": "SELECT"}):
+        pass
+    if with_run:
+        with tracer.start_as_current_span("invoke_agent support", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"}):
+            with tracer.start_as_current_span("execute_tool lookup_order", attributes={
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup_order",
+                    "gen_ai.tool.call.arguments": '{"order_id": "ORD-12345"}'}):
+                pass
+    return encode_spans(exporter.get_finished_spans()).SerializeToString()
+
+
+def test_a_service_export_grades_its_runs_and_counts_the_other_traces(tmp_path, capsys):
+    path = write(tmp_path, "day.otlp", _service_export())
+    assert main(["grade", "--spec", SPEC, "--format", "otlp", "--json", path]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(report["runs"]) == 1 and report["runs"][0]["agent"] == "support"
+    assert report["skipped"] == {"traces": 2, "reason": "no agent, model or tool span", "files": {path: 2}}
+    assert main(["grade", "--spec", SPEC, "--format", "otlp", path]) == 0
+    assert f"Skipped 2 traces with no agent, model or tool span: {path} (2)" in capsys.readouterr().out
+    assert main(["convert", "--format", "otlp", path]) == 0
+    done = capsys.readouterr()
+    assert len(done.out.splitlines()) == 1
+    assert done.err == f"luckrate: skipped 2 traces with no agent, model or tool span: {path} (2)\n"
+
+
+def test_a_file_with_no_run_at_all_is_refused(tmp_path, capsys):
+    path = write(tmp_path, "day.otlp", _service_export(with_run=False))
+    assert main(["grade", "--spec", SPEC, "--format", "otlp", path]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"luckrate: error: {path}: none of its 2 traces holds an agent, model or tool span "
+                          "(first: trace ")

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from luckrate.adapters import InvalidInput
-from luckrate.adapters.formats import FORMATS, reader
+from luckrate.adapters.formats import FORMATS, GROUPS_TRACES, reader
 from luckrate.adapters.trajectory import trajectory_to_dict
 from luckrate.core.gate import gate
 from luckrate.core.checks.grounding import explain
@@ -24,22 +24,38 @@ from luckrate.core.spec import InvalidSpec, Spec, load_specs, spec_for
 from luckrate.core.step import Trajectory
 from luckrate.core.suggest import Tally, Thresholds, compare, propose, render
 from luckrate.progress import Progress
-from luckrate.report import as_json, as_text
+from luckrate.report import SKIPPED_REASON, as_json, as_text
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 OTLP_FORMATS = ("otlp", "otlp-json")
+RUN_MODES = ("trace", "links", "conversation")
+"""``--runs-by`` values (adapters/otlp/runs.py MODES; named here so parsing imports no OTLP code)."""
 
 
 class UsageError(Exception):
     """Bad input that is not an adapter's: a missing file, a run without a spec."""
 
 
-def _read_all(paths: Sequence[str], fmt: str, logs: Sequence[str] = ()) -> list[Trajectory]:
-    if fmt in OTLP_FORMATS:  # logs files join the traces of the trace files: read together
+def _read_all(paths: Sequence[str], fmt: str, logs: Sequence[str] = (), skipped: dict[str, int] | None = None,
+              runs_by: str | None = None, assembly: dict[str, int] | None = None) -> list[Trajectory]:
+    """Every file's runs; ``logs`` files join the traces of the trace files (OTLP formats: read together);
+    ``skipped`` gets, per file, how many traces it held that are no run (an HTTP request's trace in a
+    service's export); ``assembly`` adds up what grouping traces into runs did (``runs_by``: OTLP only)."""
+    if runs_by is not None and fmt not in GROUPS_TRACES:
+        raise UsageError(f"--runs-by applies to OTLP input (--format {' or '.join(sorted(GROUPS_TRACES))})")
+    if fmt in OTLP_FORMATS:
         from luckrate.adapters.otlp import read_otlp_files
 
-        return read_otlp_files([(_read(p), p) for p in paths], [(_read(p), p) for p in logs],
-                               json=fmt == "otlp-json")
+        extra = {"runs_by": runs_by} if runs_by is not None else {}
+        found = read_otlp_files([(_read(p), p) for p in paths], [(_read(p), p) for p in logs],
+                                json=fmt == "otlp-json", **extra)
+        for path, n in found.skipped_in.items():
+            if skipped is not None:
+                skipped[path] = skipped.get(path, 0) + n
+        for key, n in found.assembly.items():
+            if assembly is not None:
+                assembly[key] = assembly.get(key, 0) + n
+        return list(found)
     if logs:
         raise UsageError(f"--logs needs --format {' or '.join(OTLP_FORMATS)}")
     read = reader(fmt)
@@ -70,11 +86,14 @@ def _grade_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[RunGrade]
 
 def cmd_grade(args: argparse.Namespace) -> int:
     specs = load_specs(args.spec)
-    runs = _read_all(args.files, args.format, args.logs or ())
+    skipped: dict[str, int] = {}
+    assembly: dict[str, int] = {}
+    runs = _read_all(args.files, args.format, args.logs or (), skipped, args.runs_by, assembly)
     grades = _grade_all(runs, specs)
     luck, result = LuckRate.of(grades), gate(grades)
     explained = _explain_all(runs, specs) if args.explain else None
-    _emit(as_json(grades, luck, result, explained) if args.json else as_text(grades, luck, result, explained))
+    report = as_json if args.json else as_text
+    _emit(report(grades, luck, result, explained, skipped, assembly))
     return EXIT_GATE_FAILED if result.failed else EXIT_OK
 
 
@@ -88,9 +107,13 @@ def _explain_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[list[di
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    for traj in _read_all(args.files, args.format, args.logs or ()):
+    skipped: dict[str, int] = {}
+    for traj in _read_all(args.files, args.format, args.logs or (), skipped, args.runs_by):
         if not _emit(json.dumps(trajectory_to_dict(traj), ensure_ascii=False)):
             break
+    if skipped:  # stdout holds only runs; say on stderr what was left out
+        where = ", ".join(f"{path} ({n})" for path, n in skipped.items())
+        print(f"luckrate: skipped {sum(skipped.values())} traces with {SKIPPED_REASON}: {where}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -171,6 +194,9 @@ def _add_format(parser: argparse.ArgumentParser) -> None:
                         help="with --format otlp or otlp-json: an OTLP logs file (ExportLogsServiceRequest) whose "
                              "records join the traces of FILEs; repeatable. A logs file among FILEs is found by "
                              "its content too")
+    parser.add_argument("--runs-by", choices=RUN_MODES, default=None,
+                        help="OTLP input: which traces make one run: trace (each trace), links (traces tied by "
+                             "span links; the default) or conversation (also traces sharing gen_ai.conversation.id)")
     parser.add_argument("files", nargs="+", metavar="FILE")
 
 

@@ -213,6 +213,15 @@ def _flat_call(entry: Any) -> Requested | None:
     return Requested(name, fn.get("arguments"), _id(tc.get("id")))
 
 
+MESSAGE_EVENTS = frozenset(_INPUT_EVENTS | _OUTPUT_EVENTS)
+"""The GenAI ≤1.36 message events, wherever they are recorded (model spans, agent spans)."""
+
+
+def event_message(name: str, attributes: tuple[tuple[str, Any], ...]) -> Message | None:
+    """One GenAI ≤1.36 message event as a Message; None for an event of another name."""
+    return _from_event(name, attributes) if name in MESSAGE_EVENTS else None
+
+
 def _from_event(name: str, attributes: tuple[tuple[str, Any], ...]) -> Message:
     body = dict(attributes)
     content = body.get("gen_ai.event.content")
@@ -220,10 +229,15 @@ def _from_event(name: str, attributes: tuple[tuple[str, Any], ...]) -> Message:
         content = load_text(content)
     if isinstance(content, dict):
         body.update(content)
-    if name == "gen_ai.choice" and isinstance(body.get("message"), dict):
-        # The calls are the message's (contrib instrumentations), or beside it in the body (Traceloop's).
-        beside = {"tool_calls": body["tool_calls"]} if "tool_calls" in body else {}
-        body = {**beside, **body["message"], "role": "assistant"}
+    if name == "gen_ai.choice":
+        message = body.get("message")
+        message = load_text(message) if isinstance(message, str) else message
+        if isinstance(message, dict):
+            # The calls are the message's (contrib instrumentations), or beside it in the body (Traceloop's).
+            beside = {"tool_calls": body["tool_calls"]} if "tool_calls" in body else {}
+            body = {**beside, **message, "role": "assistant"}
+    if isinstance(body.get("tool_calls"), str):  # an SDK span event holds no nested values: JSON text
+        body["tool_calls"] = load_text(body["tool_calls"])
     role = {"gen_ai.system.message": "system", "gen_ai.user.message": "user", "gen_ai.tool.message": "tool"}.get(
         name, "assistant"
     )
