@@ -89,3 +89,19 @@ def test_back_pressure_is_retried_until_every_span_is_graded(tmp_path: Path) -> 
         assert terms["spans_assembled"] + terms["spans_late"] == len(spans)
         assert terms["runs"] == len(expected) == terms["traces_completed"]
         assert exporter_spans(t, "send_failed", "otlp/luckrate") == 0
+
+
+def test_the_single_host_config_relays_every_trace_as_shipped(tmp_path: Path) -> None:
+    # There was no config that ran on one host beside `luckrate serve`: the base one exports to a Tempo host
+    # and a tracing backend only compose and a deployment have, and takes luckrate's own ports.
+    single = BASE.parent / "otelcol-single-host.yaml"
+    spans = record_runs([demo.nth_run(i) for i in range(20)])
+    expected = offline_verdicts(spans, tmp_path)
+    with Server("--root-grace", GRACE) as luckrate, \
+            Collector(tmp_path, single, override={"exporters": {"otlp/luckrate": {"endpoint": luckrate.grpc}}},
+                      env={"TRACING_BACKEND_ENDPOINT": ""}) as collector:
+        send(spans, sdk_exporter(collector, "grpc"))
+        s = graded(luckrate, len(expected))
+        assert served_counts(s) == run_counts(expected)
+        t = delivered(collector, len(spans), "otlp/luckrate")
+        assert exporter_spans(t, "send_failed") == 0
