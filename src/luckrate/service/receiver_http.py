@@ -242,9 +242,10 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
             encoding = (self.headers.get("Content-Encoding") or "").strip().lower()
             request, raw = receiver.decode(body, ctype, encoding)
             outcome = receiver.intake.accept(request, "http", raw=raw)
-            if outcome.throttled:
-                raise _Refused(429, status.RESOURCE_EXHAUSTED, outcome.message, None,
-                               (("Retry-After", str(receiver.retry_after)),))
+            if outcome.throttled:  # 503 when the write-ahead log cannot take it, 429 for a full buffer
+                raise _Refused(503 if outcome.unavailable else 429,
+                               UNAVAILABLE if outcome.unavailable else status.RESOURCE_EXHAUSTED, outcome.message,
+                               None, (("Retry-After", str(receiver.retry_after)),))
             return outcome
 
         def _read_body(self, frame: Framing) -> bytes:

@@ -36,6 +36,8 @@ class Report:
     """The last report: the worker drained its buffer and is exiting."""
     exemplars: dict = field(default_factory=dict)
     """(instrument, attributes) -> (trace id, span id) of the latest increment that carried a graded trace."""
+    traces: list[bytes] = field(default_factory=list)
+    """Trace ids done with (graded or not), for the write-ahead log's marks; empty without one."""
 
 
 class _RawAgents:
@@ -61,6 +63,7 @@ class Tally:
         self.samples: dict[str, list[float]] = {}
         self.exemplars: dict = {}
         self.settled = 0
+        self.traces: list[bytes] = []
 
     def add(self, name: str, value: float = 1, *, context=None, **attributes: str) -> None:
         if BY_NAME[name].kind == "histogram":
@@ -81,12 +84,15 @@ class Tally:
     def release(self, n: int) -> None:
         self.settled += n
 
+    def settle(self, trace_id: bytes) -> None:
+        self.traces.append(trace_id)
+
     @property
     def pending(self) -> bool:
-        return bool(self.counts or self.samples or self.settled)
+        return bool(self.counts or self.samples or self.settled or self.traces)
 
     def cut(self, lines: list[str], done: bool = False) -> Report:
-        report = Report(self.counts, self.samples, lines, self.settled, done, self.exemplars)
+        report = Report(self.counts, self.samples, lines, self.settled, done, self.exemplars, self.traces)
         self._reset()
         return report
 

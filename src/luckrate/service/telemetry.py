@@ -21,6 +21,7 @@ from luckrate.adapters.otlp.compaction import REJECT_REASONS
 from luckrate.core.grade import RunGrade
 from luckrate.core.spec import FALLBACK, Spec
 from luckrate.service.exemplars import latest_reservoir_factory, trace_context
+from luckrate.service.wal_format import DAMAGE_REASONS
 
 OTHER = "other"
 """The label value for anything outside the bounded vocabulary."""
@@ -70,11 +71,14 @@ INSTRUMENTS: tuple[Instrument, ...] = (
     Instrument("luckrate.spans.assembled", "counter", "{span}", "Spans handed to the grader inside completed traces"),
     Instrument("luckrate.spans.lost", "counter", "{span}",
                "Accepted spans lost before grading: the grading process holding them died", ("reason",)),
+    Instrument("luckrate.spans.replayed", "counter", "{span}",
+               "Spans read back from the write-ahead log at start and buffered again: accepted before a restart, "
+               "their traces not yet graded"),
     Instrument("luckrate.requests.received", "counter", "{request}",
                "Export requests decoded, including ones with no spans", ("transport",)),
     Instrument("luckrate.requests.refused", "counter", "{request}",
                "Export requests or HTTP connections refused whole (too large, undecodable, unauthenticated, bad media "
-               "type, buffer full, over the connection cap, request deadline passed)",
+               "type, buffer full, over the connection cap, request deadline passed, write-ahead log full or failing)",
                ("transport", "reason")),
     Instrument("luckrate.traces.active", "updown", "{trace}", "Traces buffered and not yet complete"),
     Instrument("luckrate.traces.completed", "counter", "{trace}", "Traces completed, by what completed them",
@@ -84,6 +88,10 @@ INSTRUMENTS: tuple[Instrument, ...] = (
     Instrument("luckrate.grade.errors", "counter", "{trace}", "Completed traces whose grading raised"),
     Instrument("luckrate.grade.duration", "histogram", "s", "Time to adapt and grade one trace"),
     Instrument("luckrate.verdict.delay", "histogram", "s", "Time from a trace's first received span to its verdict"),
+    Instrument("luckrate.wal.bytes", "updown", "By", "Bytes in the write-ahead log's segment files (--wal)"),
+    Instrument("luckrate.wal.records.damaged", "counter", "{record}",
+               "Write-ahead log records that could not be read back at start: cut short at a segment's end (a "
+               "crash mid-write; truncated) or failing their checksum (skipped)", ("reason",)),
     Instrument("luckrate.verdict_events.dropped", "counter", "{event}",
                "Verdict log events (--otlp-logs) not delivered: queue full (endpoint slow or down), export failed, "
                "still queued at shutdown", ("reason",)),
@@ -93,12 +101,15 @@ _KEYS = {i.name: frozenset(i.attributes) for i in INSTRUMENTS}
 
 COMPLETION_REASONS = ("root_ended", "idle", "max_age", "max_spans", "shutdown")
 UNGRADED_REASONS = ("no_spec", "invalid")
+WAL_REFUSALS = ("wal_full", "wal_error")
+"""The write-ahead log could not take a request: full (``wal_max_bytes`` or the disk), or writing failed."""
 REFUSAL_REASONS = ("too_large", "undecodable", "unauthenticated", "unsupported_media_type", "buffer_full",
-                   "connection_limit", "request_timeout")
+                   "connection_limit", "request_timeout", *WAL_REFUSALS)
 TRANSPORTS = ("grpc", "http")
-REJECTION_REASONS = (*REJECT_REASONS, "buffer_full")
+REJECTION_REASONS = (*REJECT_REASONS, "buffer_full", *WAL_REFUSALS)
 VERDICT_EVENT_DROPS = ("queue_full", "export_failed", "shutdown")
 LOSS_REASONS = ("worker_died",)
+WAL_DAMAGE = DAMAGE_REASONS
 
 ZERO_SERIES: tuple[tuple[str, tuple[dict[str, str], ...]], ...] = (
     ("luckrate.spans.received", tuple({"transport": t} for t in TRANSPORTS)),
@@ -108,6 +119,8 @@ ZERO_SERIES: tuple[tuple[str, tuple[dict[str, str], ...]], ...] = (
     ("luckrate.spans.late", ({},)),
     ("luckrate.spans.assembled", ({},)),
     ("luckrate.spans.lost", tuple({"reason": r} for r in LOSS_REASONS)),
+    ("luckrate.spans.replayed", ({},)),
+    ("luckrate.wal.records.damaged", tuple({"reason": r} for r in WAL_DAMAGE)),
     ("luckrate.requests.received", tuple({"transport": t} for t in TRANSPORTS)),
     ("luckrate.requests.refused", tuple({"transport": t, "reason": r} for t in TRANSPORTS for r in REFUSAL_REASONS)),
     ("luckrate.traces.completed", tuple({"reason": r} for r in COMPLETION_REASONS)),

@@ -73,11 +73,13 @@ class Worker:
     def __init__(self, specs: Mapping[str, Spec], adapt: Callable[[tuple], Any], telemetry, *,
                  release: Callable[[int], None] = lambda n: None, clock: Callable[[], float] = time.monotonic,
                  verdict_log: VerdictLog | None = None, events=None, flush: Callable[[], Any] | None = None,
-                 flush_every: float = REPORT_EVERY):
+                 flush_every: float = REPORT_EVERY, settled: Callable[[bytes], Any] | None = None):
         """``adapt(spans) -> Trajectory`` raises InvalidInput for spans it cannot read. ``events`` (a
         ``verdict_events.VerdictEvents``, or None) gets every graded run; its ``publish`` never blocks.
         ``flush``, when ``telemetry`` is a ``tally.Tally``: hands its counts on, called by the worker's
-        thread when it runs out of work, at least every ``flush_every`` seconds while busy, and on stop."""
+        thread when it runs out of work, at least every ``flush_every`` seconds while busy, and on stop.
+        ``settled(trace_id)``: called once a trace is done with (graded or not), after its verdict is written:
+        the write-ahead log marks it so that a replay does not grade it again."""
         self._specs = specs
         self._adapt = adapt
         self._telemetry = telemetry
@@ -87,6 +89,7 @@ class Worker:
         self._events = events
         self._flush = flush
         self._flush_every = flush_every
+        self._settled = settled
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
@@ -132,6 +135,8 @@ class Worker:
             log.exception("grading trace %s failed", trace.trace_id.hex())
         finally:
             self._release(len(trace.packed))
+            if self._settled is not None:
+                self._settled(trace.trace_id)
 
     def _grade(self, trace: CompletedTrace, started: float) -> None:
         tid = trace.trace_id.hex()

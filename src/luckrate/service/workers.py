@@ -29,12 +29,14 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from luckrate.adapters.otlp.compaction import route
 from luckrate.service.assembler import SpanBudget
 from luckrate.service.config import ServiceConfig
 from luckrate.service.grading_process import send_batch, send_stop, worker_main
 from luckrate.service.intake import Judged
 from luckrate.service.tally import Report, apply
 from luckrate.service.telemetry import Telemetry
+from luckrate.service.wal import WriteAheadLog
 from luckrate.service.worker import VerdictLog
 
 log = logging.getLogger(__name__)
@@ -128,8 +130,12 @@ class PoolBudget(SpanBudget):
 class WorkerPool:
     """N grading processes behind one Intake: ``prepare`` and ``submit`` are its hand-over hooks."""
 
-    def __init__(self, cfg: ServiceConfig, n: int, telemetry: Telemetry, budget: SpanBudget):
+    def __init__(self, cfg: ServiceConfig, n: int, telemetry: Telemetry, budget: SpanBudget,
+                 wal: WriteAheadLog | None = None):
+        """``wal``: marked with the traces each report settles (after their verdict lines), and with those
+        a dead worker held (counted as lost, so a restart does not replay them)."""
         self.n = n
+        self._wal = wal
         self._cfg = cfg
         self._telemetry = telemetry
         self._budget = budget
@@ -241,6 +247,8 @@ class WorkerPool:
             if self._verdicts is not None:
                 for line in report.lines:
                     self._verdicts.write_line(line)
+        if self._wal is not None and report.traces:
+            self._wal.settle(report.traces)
 
     def _died(self, slot: _Slot) -> bool:
         """Count what the dead worker held; start another unless stopping. True when one was started."""
@@ -256,6 +264,8 @@ class WorkerPool:
             old, slot.queue = slot.queue, replacement
         old.put(_STOP_SENDING)
         self._budget.release(lost)
+        if self._wal is not None:
+            self._wal.settle_where(lambda tid: route(tid, self.n) == slot.index)
         with self._apply_lock:
             self._telemetry.add("luckrate.spans.lost", lost, reason="worker_died")
             if active:
