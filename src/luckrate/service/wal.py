@@ -97,7 +97,8 @@ class WriteAheadLog:
         self.directory = Path(directory)
         self.max_bytes = max_bytes
         self._sync, self._interval = sync, sync_interval
-        self._segment_bytes = segment_bytes
+        # At most an eighth of the bound, so that settled segments can be deleted well before it is reached.
+        self._segment_bytes = max(64 * 1024, min(segment_bytes, max_bytes // 8))
         self._memory = memory
         self._stale_after = stale_after
         self._count = count
@@ -226,12 +227,15 @@ class WriteAheadLog:
             if self._fd is None:
                 raise LogRefused("wal_error", "write-ahead log closed: retry later")
             if self.bytes + size > self.max_bytes:
+                if self._segments[-1].open == 0 and self._segments[-1].size:
+                    self._roll()  # everything in the current segment is settled: close it so it can go
                 self._trim()
                 if self.bytes + size > self.max_bytes:
                     raise LogRefused("wal_full", f"write-ahead log full ({self.max_bytes} bytes): retry later")
             seg = self._segments[-1]
             if seg.size and seg.size + size > self._segment_bytes:
                 seg = self._roll()
+                self._trim()
             late = [t for t in ids if t in self._settled]
             self._write(fmt.REQUEST, signal, payload, seg)
             if late:  # a late span: its trace will not be graded again, so its record is settled now
