@@ -167,8 +167,8 @@ def test_a_full_log_refuses_then_takes_requests_again_once_traces_are_settled(tm
     wal.settle([_tid(i) for i in range(n)])
     wal.append(fmt.TRACES, _tid(99) + body, [_tid(99)])
     assert wal.bytes < 2 * len(body) + 4 * H + 64 * 4 + 100
-    assert sum(v for (name, _), v in counts.items() if name == "luckrate.wal.bytes") == wal.bytes
     wal.close()
+    assert sum(v for (name, _), v in counts.items() if name == "luckrate.wal.bytes") == wal.bytes > 0
 
 
 def test_a_late_span_is_settled_with_its_record(tmp_path):

@@ -98,7 +98,7 @@ class Intake:
             return self._throttle(transport, usable, bad)
         try:
             records = self._prepare(request, judged, raw)
-            logged = self._logged(request, judged, raw) if self._wal is not None else None
+            logged = self._logged(request, judged, raw, records) if self._wal is not None else None
         except BaseException:
             self._budget.release(usable)
             raise
@@ -118,11 +118,17 @@ class Intake:
         return self._throttle(transport, usable, bad)
 
     @staticmethod
-    def _logged(request: ExportTraceServiceRequest, judged: Judged, raw: bytes | None) -> tuple[bytes, set[bytes]]:
-        """What the log keeps of a request: its encoding, and the trace ids of its usable spans."""
-        spans = _spans(request)
-        return (raw if raw is not None else request.SerializeToString(),
-                {spans[p].trace_id for mine in judged.picks for p in mine})
+    def _logged(request: ExportTraceServiceRequest, judged: Judged, raw: bytes | None,
+                prepared: Any) -> tuple[bytes, set[bytes]]:
+        """What the log keeps of a request: its encoding, and the trace ids of its usable spans: from the
+        records when ``prepare`` made them (one process; a walk over the request's spans cost 0.4 µs a
+        span more), else from the spans at the positions judged usable."""
+        if isinstance(prepared, list):
+            ids = {r.trace_id for r in prepared}
+        else:
+            spans = _spans(request)
+            ids = {spans[p].trace_id for mine in judged.picks for p in mine}
+        return raw if raw is not None else request.SerializeToString(), ids
 
     def replay(self, signal: int, body: bytes, settled: set[bytes]) -> tuple[set[bytes], int]:
         """A request read back from the write-ahead log at start: its usable spans of traces not in
