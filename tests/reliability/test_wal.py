@@ -72,7 +72,8 @@ class Load:
         self.acked: dict[bytes, int] = {}
         """Trace id -> spans acknowledged."""
         self.rest: dict[bytes, ExportTraceServiceRequest] = {}
-        """Held trace id -> its second half, to send after the restart."""
+        """Held trace id -> its second half, to send after the restart (also for the request in flight at
+        the kill: whether its first half was logged is not known)."""
         self.wholes: dict[bytes, ExportTraceServiceRequest] = {}
         self.unanswered = 0
         """Spans in requests sent but not answered (the server died under them)."""
@@ -89,6 +90,8 @@ class Load:
                 status, _, _ = post(self.server.http + "/v1/traces", req.SerializeToString(), PROTO)
             except OSError:  # the server died under this request: it may or may not have been logged
                 self.unanswered += span_count(req)
+                (tid,) = _traces(first)
+                self.rest[tid] = rest  # sent after the restart too, or a logged first half waits idle_timeout
                 return
             if status != 200:
                 continue
