@@ -58,11 +58,11 @@ class Intake:
     def __init__(self, submit: Callable[[list[SpanRecord]], None], budget: SpanBudget, count: Callable[..., None],
                  *, keep_attribute: str = "luckrate.output_ok", owners: int = 1,
                  prepare: Callable[..., Any] | None = None, wal: WriteAheadLog | None = None):
-        """With ``wal``, an accepted request is appended to it before it is handed over (and so before the
-        client hears OK); ``replay`` hands back what it holds at start. Each request is judged once (``judge_spans``), its usable spans' positions shared out among
+        """Each request is judged once (``judge_spans``), its usable spans' positions shared out among
         ``owners`` grading processes; ``prepare(request, judged, raw)`` makes what ``submit`` takes, by
         default the records of those spans. Grading processes take the request itself
-        (``workers.WorkerPool``)."""
+        (``workers.WorkerPool``). With ``wal``, an accepted request is appended to it before it is handed
+        over (and so before the client hears OK); ``replay`` hands back what it held at start."""
         self._submit = submit
         self._owners = owners
         self._prepare = prepare or self._records
