@@ -293,3 +293,44 @@ def test_an_unusable_log_directory_stops_the_start_with_a_clear_error(tmp_path, 
     assert proc.returncode == 2
     assert proc.stderr.startswith("luckrate serve: 1 problem in config wal\n  wal_dir: "), proc.stderr
     assert problem in proc.stderr and str(target) in proc.stderr
+
+
+def test_a_grading_process_killed_under_load_has_its_traces_replayed_into_its_successor(tmp_path):
+    """``--workers 2 --wal``: SIGKILL one grading process under load. What it held is counted as lost, as
+    without the log, and read back from the log into the process that replaces it: every acknowledged
+    trace is still graded exactly once, whole, and the identities close (lost and replayed both count)."""
+    from tests.service.test_workers import two_workers
+
+    verdicts = tmp_path / "verdicts.jsonl"
+    with Server("--wal", str(tmp_path / "wal"), "--verdict-log", str(verdicts), "--verdict-log-all",
+                "--workers", "2", "--root-grace", "0.3", "--idle-timeout", "300") as server:
+        before = wait_until(lambda: two_workers(server), "2 worker processes")
+        load = Load(server, seed=11)
+        try:
+            server.wait_metric_at_least("luckrate_runs_total", 20)
+            server.wait_metric_at_least("luckrate_traces_active", 10)
+            victim = min(before)
+            os.kill(victim, signal.SIGKILL)
+            wait_until(lambda: two_workers(server, without=victim), "a new worker process")
+            runs = total(server.scrape(), "luckrate_runs_total")
+            server.wait_metric_at_least("luckrate_runs_total", runs + 10)
+        finally:
+            load.stop()
+        for rest in load.rest.values():
+            assert post(server.http + "/v1/traces", rest.SerializeToString(), PROTO)[0] == 200
+        s = settled(server)
+        terms = identity(s)
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.terminate() == 0
+    assert terms["spans_lost"] > 0 and terms["spans_replayed"] >= terms["spans_lost"]
+    assert total(s, "luckrate_traces_active") == 0
+    lines = _lines(verdicts)
+    ids = [line["trace_id"] for line in lines]
+    assert len(ids) == len(set(ids)), "a trace graded twice"
+    assert {tid.hex() for tid in load.acked} <= set(ids)
+    by_id = {line["trace_id"]: line for line in lines}
+    for tid, whole in load.wholes.items():
+        line = by_id[tid.hex()]
+        assert (line["output"], [v["check"] for v in line["violations"]]) == _verdict(whole), tid.hex()
+    report("wal_worker_killed_spans_lost", terms["spans_lost"])
+    report("wal_worker_killed_spans_replayed", terms["spans_replayed"])

@@ -85,9 +85,9 @@ def _log(directory: Path, **kw) -> WriteAheadLog:
 def _replay(wal: WriteAheadLog) -> list[tuple[bytes, set]]:
     fed = []
 
-    def feed(signal, body, settled):
-        fed.append((body, set(settled)))
-        return {body[:16]} - settled, 1 if body[:16] not in settled else 0
+    def feed(signal, body, keep):
+        fed.append((body, keep))
+        return ({body[:16]}, 1) if keep(body[:16]) else (set(), 0)
 
     wal.replay(feed)
     return fed
@@ -130,7 +130,8 @@ def test_a_restart_replays_what_was_not_settled_and_skips_what_was(tmp_path):
     again = _log(tmp_path)
     fed = _replay(again)
     assert [body[:16] for body, _ in fed] == [_tid(n) for n in range(4)]
-    assert fed[0][1] == {_tid(1), _tid(3)}  # the marks are read before any request is handed back
+    # The marks are read before any request is handed back: the first request already skips them.
+    assert [n for n in range(4) if fed[0][1](_tid(n))] == [0, 2]
     again.settle([_tid(0), _tid(2)])
     again.close()
     assert _segments(tmp_path) == []
@@ -194,13 +195,21 @@ def test_a_stale_segment_does_not_pin_the_log(tmp_path):
     assert len(_segments(tmp_path)) == 1
 
 
-def test_settle_where_settles_what_a_dead_grading_process_held(tmp_path):
-    wal = _log(tmp_path)
+def test_replay_where_hands_back_the_open_traces_a_dead_grading_process_held(tmp_path):
+    wal = _log(tmp_path, segment_bytes=64 * 1024)
     _replay(wal)
     for n in range(6):
-        wal.append(fmt.TRACES, _tid(n), [_tid(n)])
-    wal.settle_where(lambda tid: tid[-1] % 2 == 0)
-    wal.settle([_tid(1), _tid(3), _tid(5)])
+        wal.append(fmt.TRACES, _tid(n) + b"s" * 30_000, [_tid(n)])
+    wal.settle([_tid(0)])
+    fed = []
+
+    def feed(signal, body, keep):
+        fed.append(body[:16])
+        return ({body[:16]}, 1) if keep(body[:16]) else (set(), 0)
+
+    assert wal.replay_where(feed, lambda tid: tid[-1] % 2 == 0) == 2  # traces 2 and 4; 0 is settled
+    assert fed == [_tid(n) for n in range(2, 6)]  # only the segments holding them are read
+    wal.settle([_tid(n) for n in range(1, 6)])
     wal.close()
     assert _segments(tmp_path) == []
 

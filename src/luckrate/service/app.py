@@ -189,6 +189,7 @@ def build(cfg: ServiceConfig, specs) -> Service:
         grading = budget.pool = WorkerPool(cfg, n, telemetry, budget, wal=wal)
         intake = Intake(grading.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute,
                         owners=n, prepare=grading.prepare, wal=wal)
+        grading.replay = intake.replay
     else:
         budget = SpanBudget(cfg.max_buffered_spans)
         rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation,

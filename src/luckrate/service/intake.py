@@ -130,16 +130,16 @@ class Intake:
             ids = {spans[p].trace_id for mine in judged.picks for p in mine}
         return raw if raw is not None else request.SerializeToString(), ids
 
-    def replay(self, signal: int, body: bytes, settled: set[bytes]) -> tuple[set[bytes], int]:
-        """A request read back from the write-ahead log at start: its usable spans of traces not in
-        ``settled`` are buffered again, counted as replayed (they were accepted before the restart), never
-        as received. Returns their trace ids and count. Raises InvalidInput for a body that will not decode."""
+    def replay(self, signal: int, body: bytes, keep: Callable[[bytes], bool]) -> tuple[set[bytes], int]:
+        """A request read back from the write-ahead log (at start, or for a grading process that died): its
+        usable spans of the traces ``keep`` picks are buffered again, counted as replayed, never as received.
+        Returns their trace ids and count. Raises InvalidInput for a body that will not decode."""
         if signal != TRACES:
             return set(), 0
         request = request_from_protobuf(body)
         judged = judge_spans(request, self._owners)
         spans = _spans(request)
-        picks = [[p for p in mine if spans[p].trace_id not in settled] for mine in judged.picks]
+        picks = [[p for p in mine if keep(spans[p].trace_id)] for mine in judged.picks]
         n = sum(map(len, picks))
         if not n:
             return set(), 0

@@ -72,8 +72,8 @@ INSTRUMENTS: tuple[Instrument, ...] = (
     Instrument("luckrate.spans.lost", "counter", "{span}",
                "Accepted spans lost before grading: the grading process holding them died", ("reason",)),
     Instrument("luckrate.spans.replayed", "counter", "{span}",
-               "Spans read back from the write-ahead log at start and buffered again: accepted before a restart, "
-               "their traces not yet graded"),
+               "Spans read back from the write-ahead log and buffered again, their traces not yet graded: at start "
+               "(accepted before a restart), or for a grading process that died"),
     Instrument("luckrate.requests.received", "counter", "{request}",
                "Export requests decoded, including ones with no spans", ("transport",)),
     Instrument("luckrate.requests.refused", "counter", "{request}",

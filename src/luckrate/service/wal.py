@@ -80,8 +80,9 @@ class Replayed:
     seconds: float
 
 
-Feed = Callable[[int, bytes, set], tuple[set, int]]
-"""``feed(signal, payload, settled) -> (trace ids, spans) buffered again``: hands one request back to intake."""
+Feed = Callable[[int, bytes, Callable[[bytes], bool]], tuple[set, int]]
+"""``feed(signal, payload, keep) -> (trace ids, spans) buffered again``: hands the spans of one request whose
+trace ``keep`` picks back to intake."""
 
 
 class WriteAheadLog:
@@ -163,7 +164,7 @@ class WriteAheadLog:
                 if isinstance(item, fmt.Record) and item.kind == fmt.REQUEST:
                     records += 1
                     try:
-                        ids, n = feed(item.signal, bytes(item.payload), settled)
+                        ids, n = feed(item.signal, bytes(item.payload), lambda tid: tid not in settled)
                     except ValueError as e:  # checks out but will not decode (a newer version wrote it?)
                         log.error("write-ahead log: a record in %s does not decode (%s); skipped", seg.path.name, e)
                         self._count("luckrate.wal.records.damaged", 1, reason="checksum")
@@ -260,11 +261,27 @@ class WriteAheadLog:
                 self._forget(tid)
             self._trim()
 
-    def settle_where(self, lost: Callable[[bytes], bool]) -> None:
-        """Settle every open trace ``lost`` picks (those a dead grading process held: counted as lost)."""
+    def replay_where(self, feed: Feed, pick: Callable[[bytes], bool]) -> int:
+        """Hand back again the spans of the open traces ``pick`` chooses (those a grading process held when
+        it died), from the segments holding them; returns how many. Appends go on meanwhile: a span both
+        handed to the new process and read back here is dropped there as a duplicate."""
         with self._lock:
-            ids = [t for t in self._open if lost(t)]
-        self.settle(ids)
+            ids = {tid for tid in self._open if pick(tid)}
+            paths = [self._by_index[i].path for i in sorted({i for t in ids for i in self._open[t]})
+                     if i in self._by_index]
+        spans = 0
+        for path in paths:
+            try:
+                raw = path.read_bytes()
+            except OSError:  # deleted meanwhile: every trace in it was settled
+                continue
+            for item in fmt.scan(raw):  # the current segment may end in a record being written: not damage
+                if isinstance(item, fmt.Record) and item.kind == fmt.REQUEST:
+                    try:
+                        spans += feed(item.signal, bytes(item.payload), ids.__contains__)[1]
+                    except ValueError:
+                        continue
+        return spans
 
     def close(self) -> None:
         """Sync and close; what is still open stays on disk for the next start."""

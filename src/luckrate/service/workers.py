@@ -36,7 +36,7 @@ from luckrate.service.grading_process import send_batch, send_stop, worker_main
 from luckrate.service.intake import Judged
 from luckrate.service.tally import Report, apply
 from luckrate.service.telemetry import Telemetry
-from luckrate.service.wal import WriteAheadLog
+from luckrate.service.wal import Feed, WriteAheadLog
 from luckrate.service.worker import VerdictLog
 
 log = logging.getLogger(__name__)
@@ -131,11 +131,13 @@ class WorkerPool:
     """N grading processes behind one Intake: ``prepare`` and ``submit`` are its hand-over hooks."""
 
     def __init__(self, cfg: ServiceConfig, n: int, telemetry: Telemetry, budget: SpanBudget,
-                 wal: WriteAheadLog | None = None):
-        """``wal``: marked with the traces each report settles (after their verdict lines), and with those
-        a dead worker held (counted as lost, so a restart does not replay them)."""
+                 wal: WriteAheadLog | None = None, replay: Feed | None = None):
+        """``wal``: marked with the traces each report settles (after their verdict lines); when a worker
+        dies, what it held is read back from it and handed to its successor through ``replay``
+        (``Intake.replay``)."""
         self.n = n
         self._wal = wal
+        self.replay = replay
         self._cfg = cfg
         self._telemetry = telemetry
         self._budget = budget
@@ -264,8 +266,6 @@ class WorkerPool:
             old, slot.queue = slot.queue, replacement
         old.put(_STOP_SENDING)
         self._budget.release(lost)
-        if self._wal is not None:
-            self._wal.settle_where(lambda tid: route(tid, self.n) == slot.index)
         with self._apply_lock:
             self._telemetry.add("luckrate.spans.lost", lost, reason="worker_died")
             if active:
@@ -278,6 +278,11 @@ class WorkerPool:
         if time.monotonic() - slot.started < RESTART_PAUSE:
             time.sleep(RESTART_PAUSE)
         self._launch(slot, replacement)
+        if self._wal is not None and self.replay is not None:
+            # Counted lost above, and replayed here: both, so that the identities still close (what the
+            # successor grades is assembled again).
+            again = self._wal.replay_where(self.replay, lambda tid: route(tid, self.n) == slot.index)
+            log.info("worker %d: %d span(s) of its traces read back from the write-ahead log", slot.index, again)
         if self._stopping:
             replacement.put(None)  # stop() ran while this one started: it drains at once
         return True
