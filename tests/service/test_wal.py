@@ -240,6 +240,18 @@ def test_bad_wal_settings_are_refused_naming_the_key(key, value, problem):
     assert str(e.value) == f"1 problem in config t\n  {key}: {problem}"
 
 
+def test_wal_settings_without_a_log_directory_are_refused(tmp_path):
+    from luckrate.service.config import ServiceConfig, finalize
+    from tests.service.harness import SPEC
+
+    cfg = ServiceConfig(spec=str(SPEC), wal_sync="request", wal_max_bytes=10)
+    with pytest.raises(InvalidConfig) as e:
+        finalize(cfg, "t", env={})
+    assert str(e.value) == ("2 problems in config t\n  wal_sync: needs wal_dir, the log's directory (--wal DIR)\n"
+                            "  wal_max_bytes: needs wal_dir, the log's directory (--wal DIR)")
+    assert finalize(replace(cfg, wal_dir=str(tmp_path)), "t", env={}).wal_sync == "request"
+
+
 def test_wal_settings_have_their_defaults():
     cfg = build_config({"wal_dir": "/var/lib/luckrate/wal"}, "t")
     assert (cfg.wal_dir, cfg.wal_sync, cfg.wal_sync_interval, cfg.wal_max_bytes) == (

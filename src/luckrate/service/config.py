@@ -279,6 +279,10 @@ def finalize(cfg: ServiceConfig, source: str = "", env: Mapping[str, str] | None
             problems.append((key, f"expected an http(s) URL, got {url!r}"))
     if cfg.verdict_log_all and not cfg.verdict_log:
         problems.append(("verdict_log_all", "needs verdict_log, the file to write (--verdict-log FILE)"))
+    if not cfg.wal_dir:
+        for key in ("wal_sync", "wal_sync_interval", "wal_max_bytes"):
+            if getattr(cfg, key) != getattr(ServiceConfig, key):
+                problems.append((key, "needs wal_dir, the log's directory (--wal DIR)"))
     if cfg.grpc is None and cfg.http is None:
         problems.append(("grpc", "both receivers are off: nothing would receive spans"))
     token = _token(cfg, env, problems)
