@@ -285,3 +285,27 @@ def test_service_lifecycle_with_the_log(tmp_path, workers):
     (tmp_path / "file").write_text("")
     with pytest.raises(InvalidConfig, match="wal_dir: cannot use .*Not a directory"):
         build(replace(cfg, wal_dir=str(tmp_path / "file" / "wal")), load_specs(SPEC))
+
+
+def test_settle_never_waits_for_a_writer_and_its_marks_are_written_by_the_lock_holder(tmp_path):
+    """The grading thread's marks while a receiver thread holds the lock (writing a large request) are
+    queued, and written right after that request, before the holder returns."""
+    import threading
+
+    wal = _log(tmp_path)
+    _replay(wal)
+    wal.append(fmt.TRACES, _tid(1) + b"x", [_tid(1)])
+    wal._lock.acquire()  # a receiver thread mid-write (a stand-in: the real write is too quick to catch)
+    try:
+        done = threading.Event()
+        threading.Thread(target=lambda: (wal.settle([_tid(1)]), done.set())).start()
+        assert done.wait(5)  # returned without the lock
+        assert not list(fmt.scan((tmp_path / "00000001.wal").read_bytes()))[1:]  # nothing marked yet
+    finally:
+        wal._lock.release()
+    wal.append(fmt.TRACES, _tid(2) + b"y", [_tid(2)])
+    kinds = [r.kind for r in fmt.scan((tmp_path / "00000001.wal").read_bytes())]
+    assert kinds == [fmt.REQUEST, fmt.REQUEST, fmt.SETTLED]
+    wal.settle([_tid(2)])
+    wal.close()
+    assert _segments(tmp_path) == []

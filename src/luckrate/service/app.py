@@ -35,7 +35,7 @@ from luckrate.service.tally import Tally, apply
 from luckrate.service.telemetry import Labels, Telemetry
 from luckrate.service.verdict_events import VerdictEvents, check_verdict_events, verdict_events
 from luckrate.service.wal import LogUnusable, WriteAheadLog
-from luckrate.service.worker import VerdictLog, Worker
+from luckrate.service.worker import HeldVerdicts, VerdictLog, Worker
 from luckrate.service.workers import PoolBudget, WorkerPool
 
 log = logging.getLogger("luckrate.service")
@@ -196,11 +196,17 @@ def build(cfg: ServiceConfig, specs) -> Service:
                           threshold=cfg.output_threshold)
         events = verdict_events(cfg, telemetry.add) if cfg.otlp_logs else None
         tally = Tally()  # the grader thread counts in plain dicts; the SDK sees a sum every tally.REPORT_EVERY s
+        verdicts = VerdictLog(cfg.verdict_log, cfg.verdict_log_all) if cfg.verdict_log else None
+        held = HeldVerdicts(verdicts, wal.settle) if wal is not None else None  # lines, then their marks
+
+        def flush() -> None:
+            apply(tally.cut([]), telemetry)
+            if held is not None:
+                held.flush()
+
         worker = Worker(specs, lambda spans: trajectory_from_spans(spans, rule), tally, release=budget.release,
-                        verdict_log=VerdictLog(cfg.verdict_log, cfg.verdict_log_all) if cfg.verdict_log else None,
-                        events=events,
-                        flush=lambda: apply(tally.cut([]), telemetry),
-                        settled=(lambda tid: wal.settle((tid,))) if wal is not None else None)
+                        verdict_log=(held if held is not None else verdicts) if verdicts else None,
+                        events=events, flush=flush, settled=held.add if held is not None else None)
         limits = Limits.from_config(cfg)
         loop = AssemblerLoop(Assembler(worker.submit, limits=limits, count=telemetry.add, release=budget.release),
                              tick=limits.bucket)
