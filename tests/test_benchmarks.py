@@ -69,3 +69,16 @@ def test_the_write_ahead_log_benchmark_measures_every_figure() -> None:
         cells = [c.strip() for c in rows[mode].split("|")[1:-1]]
         assert "—" not in cells and float(cells[1].replace(",", "")) > 0, rows[mode]
     assert "spans/s read back and handed to grading" in done.stdout
+
+
+def test_the_logs_path_benchmark_runs_and_prints_every_figure() -> None:
+    """benchmarks/logs_path.py on one round of one copy: every form measured, both ratios printed."""
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "logs_path.py"), "--rounds", "1",
+                           "--copies", "1"], cwd=ROOT / "benchmarks", capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    for mode, form in (("legacy", "span events"), ("legacy", "log records"), ("latest.event_only", "span events"),
+                       ("latest.event_only", "log records"), ("latest.span_only", "span attributes")):
+        assert any(line.startswith(f"{mode}, messages in {form}: µs per run") for line in lines), (mode, form)
+    ratios = [line for line in lines if "log records / span events, per run" in line]
+    assert len(ratios) == 2 and all(float(line.split("per run")[1].split()[0]) > 0 for line in ratios)

@@ -188,3 +188,101 @@ def test_readme_sample_is_what_the_example_command_prints(capsys):
     sample = readme[start:readme.index("```\n", start)]
     assert main(["grade", "--spec", SPEC, RUNS]) == 1
     assert capsys.readouterr().out == sample
+
+
+OPENAI_V2 = ROOT / "tests" / "testdata" / "openai-v2"
+
+
+def _openai_json(name: str, kind: str) -> str:
+    """A capture as the Collector's file exporter writes it: OTLP/JSON, hex ids."""
+    import base64
+
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    message = ExportTraceServiceRequest if kind == "traces" else ExportLogsServiceRequest
+    doc = json_format.MessageToDict(message.FromString((OPENAI_V2 / f"{name}.{kind}.otlp").read_bytes()),
+                                    use_integers_for_enums=True)
+    for outer, inner, items in (("resourceSpans", "scopeSpans", "spans"), ("resourceLogs", "scopeLogs", "logRecords")):
+        for r in doc.get(outer, []):
+            for s in r.get(inner, []):
+                for item in s.get(items, []):
+                    for key in ("traceId", "spanId", "parentSpanId"):
+                        if key in item:
+                            item[key] = base64.b64decode(item[key]).hex()
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize("how", ["--logs", "detected"])
+def test_grade_reads_a_logs_file_beside_the_trace_file(capsys, how):
+    traces = str(OPENAI_V2 / "forbidden.legacy.openai-v2.traces.otlp")
+    logs = str(OPENAI_V2 / "forbidden.legacy.openai-v2.logs.otlp")
+    argv = [traces, "--logs", logs] if how == "--logs" else [logs, traces]
+    assert main(["grade", "--spec", SPEC, "--json", "--format", "otlp", *argv]) == 1
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert [(v["check"], v["tool"]) for v in run["violations"]] == [("forbidden", "delete_account")]
+
+
+def test_grade_reads_otlp_json_logs_files(tmp_path, capsys):
+    traces = write(tmp_path, "t.json", _openai_json("injected.latest.event_only.openai-v2", "traces"))
+    logs = write(tmp_path, "l.json", _openai_json("injected.latest.event_only.openai-v2", "logs"))
+    assert main(["grade", "--spec", SPEC, "--json", "--format", "otlp-json", logs, traces]) == 1
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert [(v["check"], v["tool"]) for v in run["violations"]] == [("taint", "send_email")]
+
+
+def test_logs_with_a_format_that_has_none_exits_2(capsys):
+    assert main(["grade", "--spec", SPEC, RUNS, "--logs", RUNS]) == 2
+    assert capsys.readouterr().err == "luckrate: error: --logs needs --format otlp or otlp-json\n"
+
+
+def _service_export(with_run: bool = True) -> bytes:
+    """A day's export from a real service, made by the real OTel SDK: an HTTP request's trace and a
+    database call's trace beside (optionally) one agent run."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("service")
+    with tracer.start_as_current_span("GET /health", kind=SpanKind.SERVER,
+                                      attributes={"http.request.method": "GET", "url.path": "/health"}):
+        pass
+    with tracer.start_as_current_span("SELECT orders", kind=SpanKind.CLIENT,
+                                      attributes={"db.system.name": "postgresql", "db.operation.name": "SELECT"}):
+        pass
+    if with_run:
+        with tracer.start_as_current_span("invoke_agent support", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"}):
+            with tracer.start_as_current_span("execute_tool lookup_order", attributes={
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup_order",
+                    "gen_ai.tool.call.arguments": '{"order_id": "ORD-12345"}'}):
+                pass
+    return encode_spans(exporter.get_finished_spans()).SerializeToString()
+
+
+def test_a_service_export_grades_its_runs_and_counts_the_other_traces(tmp_path, capsys):
+    path = write(tmp_path, "day.otlp", _service_export())
+    assert main(["grade", "--spec", SPEC, "--format", "otlp", "--json", path]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(report["runs"]) == 1 and report["runs"][0]["agent"] == "support"
+    assert report["skipped"] == {"traces": 2, "reason": "no agent, model or tool span", "files": {path: 2}}
+    assert main(["grade", "--spec", SPEC, "--format", "otlp", path]) == 0
+    assert f"Skipped 2 traces with no agent, model or tool span: {path} (2)" in capsys.readouterr().out
+    assert main(["convert", "--format", "otlp", path]) == 0
+    done = capsys.readouterr()
+    assert len(done.out.splitlines()) == 1
+    assert done.err == f"luckrate: skipped 2 traces with no agent, model or tool span: {path} (2)\n"
+
+
+def test_a_file_with_no_run_at_all_is_refused(tmp_path, capsys):
+    path = write(tmp_path, "day.otlp", _service_export(with_run=False))
+    assert main(["grade", "--spec", SPEC, "--format", "otlp", path]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"luckrate: error: {path}: none of its 2 traces holds an agent, model or tool span "
+                          "(first: trace ")

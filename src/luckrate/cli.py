@@ -1,4 +1,4 @@
-"""The `luckrate` command: grade, convert, serve, demo.
+"""The `luckrate` command: grade, convert, suggest, serve, demo.
 
 Exit codes: 0 the gate passed (or the command succeeded), 1 the gate failed, 2 bad input or usage.
 Bad input is one line on stderr naming the file (and line, trace, span or message) and the problem.
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from luckrate.adapters import InvalidInput
-from luckrate.adapters.formats import FORMATS, reader
+from luckrate.adapters.formats import FORMATS, GROUPS_TRACES, reader
 from luckrate.adapters.trajectory import trajectory_to_dict
 from luckrate.core.gate import gate
 from luckrate.core.checks.grounding import explain
@@ -22,26 +22,54 @@ from luckrate.core.grade import RunGrade, grade, traced
 from luckrate.core.metric import LuckRate
 from luckrate.core.spec import InvalidSpec, Spec, load_specs, spec_for
 from luckrate.core.step import Trajectory
+from luckrate.core.suggest import Tally, Thresholds, compare, propose, render
 from luckrate.progress import Progress
-from luckrate.report import as_json, as_text
+from luckrate.report import SKIPPED_REASON, as_json, as_text
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+OTLP_FORMATS = ("otlp", "otlp-json")
+RUN_MODES = ("trace", "links", "conversation")
+"""``--runs-by`` values (adapters/otlp/runs.py MODES; named here so parsing imports no OTLP code)."""
 
 
 class UsageError(Exception):
     """Bad input that is not an adapter's: a missing file, a run without a spec."""
 
 
-def _read_all(paths: Sequence[str], fmt: str) -> list[Trajectory]:
+def _read_all(paths: Sequence[str], fmt: str, logs: Sequence[str] = (), skipped: dict[str, int] | None = None,
+              runs_by: str | None = None, assembly: dict[str, int] | None = None) -> list[Trajectory]:
+    """Every file's runs; ``logs`` files join the traces of the trace files (OTLP formats: read together);
+    ``skipped`` gets, per file, how many traces it held that are no run (an HTTP request's trace in a
+    service's export); ``assembly`` adds up what grouping traces into runs did (``runs_by``: OTLP only)."""
+    if runs_by is not None and fmt not in GROUPS_TRACES:
+        raise UsageError(f"--runs-by applies to OTLP input (--format {' or '.join(sorted(GROUPS_TRACES))})")
+    if fmt in OTLP_FORMATS:
+        from luckrate.adapters.otlp import read_otlp_files
+
+        extra = {"runs_by": runs_by} if runs_by is not None else {}
+        found = read_otlp_files([(_read(p), p) for p in paths], [(_read(p), p) for p in logs],
+                                json=fmt == "otlp-json", **extra)
+        for path, n in found.skipped_in.items():
+            if skipped is not None:
+                skipped[path] = skipped.get(path, 0) + n
+        for key, n in found.assembly.items():
+            if assembly is not None:
+                assembly[key] = assembly.get(key, 0) + n
+        return list(found)
+    if logs:
+        raise UsageError(f"--logs needs --format {' or '.join(OTLP_FORMATS)}")
     read = reader(fmt)
     runs: list[Trajectory] = []
     for path in paths:
-        try:
-            data = Path(path).read_bytes()
-        except OSError as e:
-            raise UsageError(f"{path}: cannot read ({e.strerror})") from None
-        runs.extend(read(data, path))
+        runs.extend(read(_read(path), path))
     return runs
+
+
+def _read(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read ({e.strerror})") from None
 
 
 def _grade_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[RunGrade]:
@@ -58,11 +86,14 @@ def _grade_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[RunGrade]
 
 def cmd_grade(args: argparse.Namespace) -> int:
     specs = load_specs(args.spec)
-    runs = _read_all(args.files, args.format)
+    skipped: dict[str, int] = {}
+    assembly: dict[str, int] = {}
+    runs = _read_all(args.files, args.format, args.logs or (), skipped, args.runs_by, assembly)
     grades = _grade_all(runs, specs)
     luck, result = LuckRate.of(grades), gate(grades)
     explained = _explain_all(runs, specs) if args.explain else None
-    _emit(as_json(grades, luck, result, explained) if args.json else as_text(grades, luck, result, explained))
+    report = as_json if args.json else as_text
+    _emit(report(grades, luck, result, explained, skipped, assembly))
     return EXIT_GATE_FAILED if result.failed else EXIT_OK
 
 
@@ -76,9 +107,13 @@ def _explain_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[list[di
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    for traj in _read_all(args.files, args.format):
+    skipped: dict[str, int] = {}
+    for traj in _read_all(args.files, args.format, args.logs or (), skipped, args.runs_by):
         if not _emit(json.dumps(trajectory_to_dict(traj), ensure_ascii=False)):
             break
+    if skipped:  # stdout holds only runs; say on stderr what was left out
+        where = ", ".join(f"{path} ({n})" for path, n in skipped.items())
+        print(f"luckrate: skipped {sum(skipped.values())} traces with {SKIPPED_REASON}: {where}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -94,9 +129,74 @@ def _emit(text: str) -> bool:
         return False
 
 
+def cmd_suggest(args: argparse.Namespace) -> int:
+    """Read every FILE once, run by run, into a bounded tally; print the proposed spec (or, with
+    ``--check``, what the traffic suggests that the spec does not say: exit 1 when anything)."""
+    tally, notes = Tally(), []
+    for path in args.files:
+        notes += tally_file(tally, path, args.format)
+    if not tally.agents:
+        raise UsageError(f"no agent runs in {', '.join(args.files)}: nothing to suggest from"
+                         + (f" ({notes[0]})" if notes else ""))
+    proposals, more = propose(tally, Thresholds(fields=args.fields))
+    notes += more
+    text = render(proposals, notes, args.files)
+    if args.output:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise UsageError(f"{args.output}: cannot write ({e.strerror})") from None
+    for note in notes + [f"agent {p.agent!r}: {n}" for p in proposals for n in p.notes]:
+        print(f"luckrate: note: {note}", file=sys.stderr)
+    if args.check is None:
+        if not args.output:
+            print(text, end="")
+        return EXIT_OK
+    differences = compare(proposals, load_specs(args.check))
+    print("\n".join(differences) if differences else f"{args.check}: agrees with the traffic")
+    return EXIT_GATE_FAILED if differences else EXIT_OK
+
+
+def tally_file(tally: Tally, path: str, fmt: str) -> list[str]:
+    """Fold one file's runs into ``tally`` (for OTLP, with the tool definitions its traces carry);
+    return notes on what it held that made no run. A trace with no agent, model or tool span is
+    counted in a note, not an error: a day of traffic holds other traces too."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read ({e.strerror})") from None
+    notes: list[str] = []
+    definitions: dict[str, dict[str, tuple[str | None, frozenset[str]]]] = {}
+    if fmt in ("otlp", "otlp-json"):
+        from luckrate.adapters.otlp.definitions import definitions_from_file
+        from luckrate.adapters.otlp.readers import read_otlp_runs
+
+        runs, skipped = read_otlp_runs(data, path, fmt)
+        if skipped:
+            notes.append(f"{len(skipped):,} trace{'s' if len(skipped) != 1 else ''} made no run, skipped "
+                         f"(first: {_one_line(skipped[0])})")
+        definitions = definitions_from_file(data, fmt) if runs else {}
+    else:
+        runs = reader(fmt)(data, path)
+    if not runs:
+        notes.append(f"{path}: no agent runs")
+    for traj in runs:
+        tally.add(traj)
+        for tool, (description, params) in sorted(definitions.get(traj.id, {}).items()):
+            tally.describe(traj.agent, tool, description, params)
+    return notes
+
+
 def _add_format(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=sorted(FORMATS), default="trajectory",
                         help="input format (default: trajectory, luckrate's JSON / JSON Lines form)")
+    parser.add_argument("--logs", action="append", metavar="FILE",
+                        help="with --format otlp or otlp-json: an OTLP logs file (ExportLogsServiceRequest) whose "
+                             "records join the traces of FILEs; repeatable. A logs file among FILEs is found by "
+                             "its content too")
+    parser.add_argument("--runs-by", choices=RUN_MODES, default=None,
+                        help="OTLP input: which traces make one run: trace (each trace), links (traces tied by "
+                             "span links; the default) or conversation (also traces sharing gen_ai.conversation.id)")
     parser.add_argument("files", nargs="+", metavar="FILE")
 
 
@@ -117,7 +217,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(p)
     p.set_defaults(func=cmd_convert)
 
-    _add_module(sub, "serve", "luckrate.service.app", "receive OTLP traces, grade them, export metrics")
+    p = sub.add_parser("suggest", help="propose a spec (a Python file to review) from recorded runs")
+    p.add_argument("--check", metavar="SPEC",
+                   help="compare SPEC with what the traffic suggests instead: tools called but not declared, declared "
+                        "but never seen, privileged or untrusted candidates not declared (exit 1 when any)")
+    p.add_argument("-o", "--output", metavar="PATH", help="write the proposed spec to PATH (default: print it)")
+    p.add_argument("--fields", action="store_true",
+                   help="declare untrusted field by field where every sentence a tool returned sat in named fields "
+                        "(the dict form; other untrusted tools then get \"*\", their whole result)")
+    _add_format(p)
+    p.set_defaults(func=cmd_suggest)
+
+    _add_module(sub, "serve", "luckrate.service.app", "receive OTLP traces and logs, grade them, export metrics")
     _add_module(sub, "demo", "luckrate.demo", "send demo agent traces to an OTLP endpoint")
     return parser
 

@@ -3,25 +3,39 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from luckrate.core.gate import GateResult
 from luckrate.core.grade import RunGrade
 from luckrate.core.metric import LuckRate
 
+SKIPPED_REASON = "no agent, model or tool span"
+"""Why a file's trace is not graded: it is no agent's run (an HTTP request's, a database call's)."""
+
 
 def as_json(grades: Sequence[RunGrade], luck: LuckRate, result: GateResult,
-            explained: Sequence[list[dict]] | None = None) -> str:
-    """The JSON report; with ``explained`` (``--explain``) each run also carries its ``provenance`` list."""
+            explained: Sequence[list[dict]] | None = None, skipped: Mapping[str, int] | None = None,
+            assembly: Mapping[str, int] | None = None) -> str:
+    """The JSON report; with ``explained`` (``--explain``) each run also carries its ``provenance`` list.
+    When files held traces that are no run (``skipped``: file -> count), a ``skipped`` object says how
+    many and where: ``{"traces": n, "reason": "no agent, model or tool span", "files": {file: n}}``. When
+    runs were assembled across traces (``assembly``), an ``assembly`` object holds the non-zero counts
+    (``traces_joined``, ``links_missing``, ``links_dropped``, ``runs_split``, ``conversation_ids_too_long``)."""
     runs = [g.to_dict() for g in grades]
     if explained is not None:
         for run, traced in zip(runs, explained):
             run["provenance"] = traced
-    return json.dumps({"runs": runs, "luck": luck.to_dict(), "gate": result.to_dict()}, ensure_ascii=False)
+    report: dict = {"runs": runs, "luck": luck.to_dict(), "gate": result.to_dict()}
+    if skipped:
+        report["skipped"] = {"traces": sum(skipped.values()), "reason": SKIPPED_REASON, "files": dict(skipped)}
+    if assembly:
+        report["assembly"] = dict(assembly)
+    return json.dumps(report, ensure_ascii=False)
 
 
 def as_text(grades: Sequence[RunGrade], luck: LuckRate, result: GateResult,
-            explained: Sequence[list[dict]] | None = None) -> str:
+            explained: Sequence[list[dict]] | None = None, skipped: Mapping[str, int] | None = None,
+            assembly: Mapping[str, int] | None = None) -> str:
     lines = []
     for i, g in enumerate(grades):
         path = "ok" if g.path_ok else "BAD"
@@ -35,6 +49,11 @@ def as_text(grades: Sequence[RunGrade], luck: LuckRate, result: GateResult,
         for entry in explained[i] if explained is not None else ():
             lines.append(_explained(entry))
     lines.append("")
+    if skipped:
+        where = ", ".join(f"{path} ({n})" for path, n in skipped.items())
+        lines.append(f"Skipped {sum(skipped.values())} traces with {SKIPPED_REASON}: {where}")
+    if assembly:
+        lines.append("Runs across traces: " + ", ".join(f"{key.replace('_', ' ')} {n}" for key, n in assembly.items()))
     lines.append(str(luck))
     lines.append("Gate: FAILED" if result.failed else "Gate: passed")
     lines.extend(f"  - {reason}" for reason in result.reasons)

@@ -489,7 +489,7 @@ BAD = [
     ("parent cycle", [span(1, 2, "x", 0, gen_ai__operation__name="invoke_agent"), span(2, 1, "y", 1)],
      f"trace {TRACE.hex()}: span 0000000000000001: parent links form a cycle"),
     ("no known convention", [span(1, None, "GET /", 0), span(2, 1, "SELECT", 1)],
-     f"trace {TRACE.hex()}: no GenAI, Google ADK, LlamaIndex, OpenInference, pydantic-ai, smolagents, Strands Agents, Traceloop or Vercel AI SDK agent, model or tool span among 2 spans"),
+     f"trace {TRACE.hex()}: no CrewAI, GenAI, Google ADK, Haystack, LlamaIndex, Mastra, OpenInference, pydantic-ai, smolagents, Strands Agents, Traceloop or Vercel AI SDK agent, model or tool span among 2 spans"),
 ]
 
 

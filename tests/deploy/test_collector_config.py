@@ -146,3 +146,13 @@ def test_the_checks_catch_broken_configs(bad: dict, problem: str) -> None:
     else:
         with pytest.raises(AssertionError):
             test_every_pipeline_component_is_defined(bad)
+
+
+def test_log_records_reach_luckrate_beside_their_traces(config: dict) -> None:
+    """A logs pipeline sends log records to luckrate by the way traces go (the same luckrate exporter, or the
+    same trace-id load balancer), so a trace's records reach the replica that grades it."""
+    pipelines = config["service"]["pipelines"]
+    logs = pipelines["logs"]
+    assert "otlp" in logs["receivers"]
+    to_luckrate = {e for e in pipelines["traces"]["exporters"] if "luckrate" in e or _type(e) == "loadbalancing"}
+    assert to_luckrate and to_luckrate <= set(logs["exporters"])

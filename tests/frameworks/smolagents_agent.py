@@ -12,6 +12,9 @@ a custom model records no LLM spans.
     spans_for(scenario)                    # serialized ExportTraceServiceRequest, content on
     spans_for(scenario, capture=False)     # OpenInference TraceConfig hiding inputs, outputs, messages
     spans_for(scenario, multi_agent=True)  # triage_agent calls support_agent as a managed agent
+
+A scenario whose agent asks a question (``Ask``) answers it with ``final_answer``; the user's reply is a
+second ``run(reply, reset=False)`` of the same agent, under the same root span.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from smolagents import Tool, ToolCallingAgent
 from smolagents.models import OpenAIModel
 
-from tests.scenarios import Call, Scenario
+from tests.scenarios import Ask, Call, Scenario
 
 OUTPUT_OK_KEY = "luckrate.output_ok"
 AGENT, TRIAGE = "support_agent", "triage_agent"
@@ -41,6 +44,7 @@ PARAMS = {
     "lookup_order": {"order_id": "string"}, "issue_refund": {"order_id": "string", "amount": "number"},
     "fetch_webpage": {"url": "string"}, "send_email": {"to": "string", "body": "string"},
     "delete_account": {"user_id": "string"}, "escalate_to_human": {"reason": "string"},
+    "cancel_order": {"order_id": "string"},  # the policy scenarios'
 }
 _LOCK = threading.Lock()  # the instrumentor patches smolagents process-wide
 
@@ -54,7 +58,10 @@ class ScriptedServer(ThreadingHTTPServer):
         self.pending: dict[str, list[dict[str, Any]]] = {}
 
     def script(self, key: str, turns: Any, answer: str, prefix: str = "call") -> None:
-        turns = list(turns) + [(Call("final_answer", {"answer": answer}),)]
+        """A question (``Ask``) is answered by ``final_answer`` with its text: the run ends there, and the
+        user's reply starts the next run of the same agent."""
+        turns = [(Call("final_answer", {"answer": t.text}),) if isinstance(t, Ask) else t for t in turns]
+        turns = turns + [(Call("final_answer", {"answer": answer}),)]
         self.pending[key] = [_completion(key, i, turn, prefix) for i, turn in enumerate(turns)]
 
     def model(self, key: str) -> OpenAIModel:
@@ -155,6 +162,9 @@ def run(scenario: Scenario, *, capture: bool = True, multi_agent: bool = False) 
             tracer = provider.get_tracer("tests.frameworks.smolagents_agent")
             with tracer.start_as_current_span(f"eval {scenario.name}", attributes={OUTPUT_OK_KEY: True}):
                 agent.run(scenario.user)
+                for turn in scenario.turns:
+                    if isinstance(turn, Ask):  # the reply continues the conversation: smolagents' "New task"
+                        agent.run(turn.reply, reset=False)
         finally:
             instrumentor.uninstrument()
     return list(exporter.get_finished_spans())

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.formats import reader
-from luckrate.adapters.otlp import read_otlp, read_otlp_json
+from luckrate.adapters.otlp import read_otlp, read_otlp_files, read_otlp_json
 from luckrate.adapters.trajectory import trajectory_to_dict
 from luckrate.core.step import Trajectory
 from tests.reliability.harness import report
@@ -35,10 +35,15 @@ SOURCES = {
     "crewai": (reader("crewai"), sorted((DATA / "crewai").glob("*.json"))),
     "n8n": (lambda data, source: _n8n(data, source), sorted(p for p in (DATA / "n8n").glob("*.json")
                                                           if p.name != "manifest.json")),
-    "otlp": (lambda data, source: read_otlp(data, source), sorted(DATA.glob("*/*.otlp"))),
+    "otlp": (lambda data, source: read_otlp(data, source), sorted(p for p in DATA.glob("*/*.otlp")
+                                                                  if not p.name.endswith(".logs.otlp"))),
+    # A logs file is read beside the trace file its records belong to (the seed's pair).
+    "otlp-logs": (lambda data, source: read_otlp_files([(LOGS_PAIR.read_bytes(), LOGS_PAIR.name)], [(data, source)]),
+                  [DATA / "openai-v2" / "forbidden.legacy.openai-v2.logs.otlp"]),
     "otlp-json": (lambda data, source: read_otlp_json(data, source), sorted(DATA.glob("*/*.otlp.json"))),
 }
 NAMES = sorted(SOURCES)
+LOGS_PAIR = DATA / "openai-v2" / "forbidden.legacy.openai-v2.traces.otlp"
 
 
 def _n8n(data: bytes, source: str):
@@ -144,7 +149,7 @@ def test_mutated_bytes_read_or_raise_invalid_input(name, seed, rounds):
     _outcome(name, data)
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n != "otlp"])
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in ("otlp", "otlp-logs")])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32), value=st.sampled_from(ADVERSARIAL) | st.builds(_deep, st.integers(50, 600)) | st.builds(_deep, st.integers(5_000, 100_000)))
 def test_adversarial_json_nodes_read_or_raise_invalid_input(name, seed, value):
@@ -177,7 +182,7 @@ HANDPICKED = [
 ]
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "otlp-logs"])  # an empty logs file is valid: no records
 @pytest.mark.parametrize(("label", "data"), HANDPICKED, ids=[h[0] for h in HANDPICKED])
 def test_handpicked_bad_input_raises_invalid_input(name, label, data):
     assert _outcome(name, data) == "invalid", f"{label} was read as trajectories"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from luckrate.adapters.otlp import OutputRule, records_from_request, trajectory_from_spans
@@ -27,6 +28,9 @@ from tests.reliability.harness import fresh_request, identity, report, settled, 
 from tests.service.harness import SPEC, Server, post, total, wait_until
 
 PROTO = "application/x-protobuf"
+LOGS_CAPTURE = (Path(__file__).resolve().parents[1] / "testdata" / "openai-v2"
+                / "clean.latest.event_only.openai-v2.logs.otlp")
+"""GenAI events recorded by the real contrib OpenAI instrumentation."""
 
 
 def _traces(req: ExportTraceServiceRequest) -> dict[bytes, list]:
@@ -256,10 +260,27 @@ def test_a_full_log_refuses_with_the_retryable_code_counts_it_and_recovers(tmp_p
         assert total(s, "luckrate_requests_refused_total", reason="wal_full") == 2
         assert total(s, "luckrate_spans_rejected_total", reason="wal_full") == refused_spans
         assert total(s, "luckrate_wal_bytes") <= 200_000
+        # Logs requests are not written to the log: a full log takes them all the same (README, Reliability).
+        logs = ExportLogsServiceRequest.FromString(LOGS_CAPTURE.read_bytes())
+        records = sum(len(sl.log_records) for rl in logs.resource_logs for sl in rl.scope_logs)
+        assert post(server.http + "/v1/logs", logs.SerializeToString(), PROTO)[0] == 200
+        with grpc.insecure_channel(server.grpc) as channel:
+            channel.unary_unary("/opentelemetry.proto.collector.logs.v1.LogsService/Export")(
+                logs.SerializeToString(), timeout=10)
+        s = server.scrape()
+        assert total(s, "luckrate_log_records_accepted_total") == 2 * records
+        assert total(s, "luckrate_log_requests_refused_total") == 0
+        assert total(s, "luckrate_requests_refused_total", reason="wal_full") == 2
         # The held traces are graded after 1 s idle; their segments go, and requests are taken again.
         wait_until(lambda: post(server.http + "/v1/traces", held().SerializeToString(), PROTO)[0] == 200,
                    "the log to take requests again")
         identity(settled(server))
+        # The records' traces never sent a span (their spans were other requests' trace ids): dropped, counted.
+        wait_until(lambda: total(server.scrape(), "luckrate_log_records_dropped_total") == 2 * records,
+                   "the log records to be dropped as no_spans")
+        s = server.scrape()
+        assert total(s, "luckrate_log_records_received_total") == (total(s, "luckrate_log_records_accepted_total")
+                                                                   + total(s, "luckrate_log_records_rejected_total"))
         server.proc.send_signal(signal.SIGTERM)
         assert server.terminate() == 0
     report("wal_full_accepted_requests_before_refusal", len(statuses) - 1)

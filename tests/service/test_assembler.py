@@ -270,3 +270,86 @@ def test_split_shuffled_real_spans_give_the_same_trajectory(rnd: random.Random, 
     expected = trajectory_from_spans(in_order.out[0].spans, rule)
     assert expected.steps  # the run really has tool calls to order
     assert trajectory_from_spans(split.out[0].spans, rule) == expected
+
+
+def log(trace: int, sid: int = 0, name: str = "gen_ai.choice"):
+    from luckrate.adapters.otlp import LogEvent, SpanEvent
+
+    return LogEvent(trace.to_bytes(16, "big"), sid.to_bytes(8, "big") if sid else b"", SpanEvent(name, 0, ()))
+
+
+def count(rig: Rig, name: str, **attrs) -> int:
+    return rig.counts[(name, tuple(sorted(attrs.items())))]
+
+
+def test_records_that_arrive_first_wait_for_their_spans_and_join_them():
+    rig = Rig(**LIMITS)
+    rig.asm.add_logs([log(1, 2), log(1, 2, "gen_ai.user.message")])
+    rig.clock.advance(1)
+    rig.asm.add([span(1, 1), span(1, 2, parent=1)])
+    rig.clock.advance(2.1)
+    rig.asm.expire()
+    (trace,) = rig.out
+    assert trace.reason == "root_ended" and len(trace.logs) == 2
+    child = next(s for s in trace.spans if s.span_id == (2).to_bytes(8, "big"))
+    assert [e.name for e in child.events] == ["gen_ai.choice", "gen_ai.user.message"]
+    assert count(rig, "luckrate.log_records.assembled") == 2
+    assert rig.released == 0  # the grader releases what it grades
+
+
+def test_records_keep_their_trace_open_as_spans_do():
+    rig = Rig(**LIMITS)
+    rig.asm.add([span(1, 1)])
+    rig.clock.advance(1.5)
+    rig.asm.add_logs([log(1, 1)])
+    rig.clock.advance(1.5)
+    rig.asm.expire()
+    assert rig.out == []  # 3 s after the root, 1.5 s after the record
+    rig.clock.advance(0.6)
+    rig.asm.expire()
+    assert len(rig.out) == 1 and len(rig.out[0].logs) == 1
+
+
+def test_records_whose_spans_never_come_are_dropped_released_and_leave_no_trace():
+    rig = Rig(**LIMITS)
+    rig.asm.add_logs([log(1), log(1), log(2)])
+    rig.clock.advance(30.1)
+    rig.asm.expire()
+    assert rig.out == [] and rig.asm.active == 0
+    assert count(rig, "luckrate.log_records.dropped", reason="no_spans") == 3 and rig.released == 3
+    assert count(rig, "luckrate.traces.active") == 0
+    assert not any(name == "luckrate.traces.completed" for name, _ in rig.counts)
+    rig.asm.add([span(1, 1)])  # the trace's spans after all: a trace of their own, not late
+    rig.clock.advance(2.1)
+    rig.asm.expire()
+    assert len(rig.out) == 1 and rig.out[0].logs == ()
+
+
+def test_records_after_the_verdict_are_late_and_over_the_limit_are_dropped():
+    rig = Rig(**{**LIMITS, "max_spans_per_trace": 3})
+    rig.asm.add_logs([log(1, 1)] * 5)
+    assert count(rig, "luckrate.log_records.dropped", reason="over_limit") == 2 and rig.released == 2
+    rig.asm.add([span(1, 1)])
+    rig.clock.advance(2.1)
+    rig.asm.expire()
+    assert len(rig.out[0].logs) == 3
+    rig.asm.add_logs([log(1, 1)])
+    assert count(rig, "luckrate.log_records.dropped", reason="late") == 1 and rig.released == 3
+
+
+def test_shutdown_drains_records_with_their_traces_and_drops_those_without():
+    rig = Rig(**LIMITS)
+    rig.asm.add([span(1, 1)])
+    rig.asm.add_logs([log(1, 1), log(2)])
+    assert rig.asm.drain() == 2
+    assert [len(t.logs) for t in rig.out] == [1]
+    assert count(rig, "luckrate.log_records.dropped", reason="no_spans") == 1
+
+
+def test_the_loop_takes_log_batches_beside_span_batches():
+    out: list[CompletedTrace] = []
+    loop = AssemblerLoop(Assembler(out.append, limits=Limits(**LIMITS)))
+    loop.submit_logs([log(1, 1)])
+    loop.submit([span(1, 1)])
+    assert loop.stop()
+    assert [len(t.logs) for t in out] == [1]

@@ -155,7 +155,7 @@ def test_framing_refusals(service, case, fields, body, code, reason):
     assert refused(service, "http", reason) == 1
 
 
-@pytest.mark.parametrize("method, path, code", [("POST", "/v1/logs", 404), ("GET", "/healthz", 200),
+@pytest.mark.parametrize("method, path, code", [("POST", "/v1/metrics", 404), ("GET", "/healthz", 200),
                                                ("PUT", "/v1/traces", 405)])
 def test_a_body_the_receiver_does_not_read_is_never_taken_for_a_request(service, method, path, code):
     """Regression: a body on another path or method was left unread, so its bytes were parsed as the next

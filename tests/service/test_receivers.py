@@ -122,7 +122,7 @@ def test_http_methods_paths_and_health(service):
     with urllib.request.urlopen(http + "/readyz", timeout=5) as r:
         assert r.status == 200
     for method, path, code in (("GET", "/v1/traces", 405), ("PUT", "/v1/traces", 405), ("GET", "/nope", 404),
-                               ("POST", "/v1/logs", 404)):
+                               ("GET", "/v1/logs", 405), ("POST", "/v1/metrics", 404)):
         req = urllib.request.Request(http + path, data=b"" if method != "GET" else None, method=method)
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(req, timeout=5)

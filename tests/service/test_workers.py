@@ -381,3 +381,46 @@ def test_workers_exit_at_once_when_the_receiving_process_is_killed():
                 return True
 
         wait_until(lambda: all(gone(p) for p in pids), "the workers to exit")
+
+
+def test_a_killed_worker_s_log_records_are_counted_and_their_room_given_back():
+    """Log records held by a grading process that dies are counted as dropped (worker_died), apart from
+    spans, and their budget comes back; records for the other worker's traces are still graded."""
+    from dataclasses import replace
+
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+    from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+
+    from luckrate.adapters.otlp.compaction import route
+    from luckrate.core.spec import load_specs
+    from luckrate.service.app import build
+    from tests.service.harness import SPEC, parse_metrics
+    from tests.service.test_receivers import config
+
+    cfg = replace(config(workers=2), idle_timeout=300.0, max_trace_age=600.0, root_grace=0.2)
+    svc = build(cfg, load_specs(SPEC))
+    svc.start()
+    try:
+        url = f"http://127.0.0.1:{svc.receivers[1].port}/v1/logs"
+        req = ExportLogsServiceRequest()
+        records = req.resource_logs.add().scope_logs.add().log_records
+        tids = [(i + 1).to_bytes(16, "big") for i in range(40)]  # traces whose spans have not come
+        records.extend(LogRecord(trace_id=t, event_name="gen_ai.choice") for t in tids)
+        assert post(url, req.SerializeToString(), PROTO)[0] == 200
+
+        def scrape() -> dict:
+            return parse_metrics(svc.metrics.reader.render())
+
+        wait_until(lambda: svc.grading.active == 40, "the records' traces to be held")
+        assert svc.budget.used == 40
+        first = sum(route(t, 2) == 0 for t in tids)
+        os.kill(svc.grading.pids[0], signal.SIGKILL)
+        dropped = wait_until(lambda: total(scrape(), "luckrate_log_records_dropped_total", reason="worker_died"),
+                             "the dead worker's records to be counted")
+        assert dropped == first and svc.budget.used == 40 - first
+        assert total(scrape(), "luckrate_spans_lost_total", reason="worker_died") == 0
+    finally:
+        assert svc.stop(20)
+    s = parse_metrics(svc.metrics.reader.render())
+    assert total(s, "luckrate_log_records_dropped_total", reason="no_spans") == 40 - first
+    assert svc.budget.used == 0

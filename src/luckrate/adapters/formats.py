@@ -25,6 +25,8 @@ FORMATS: dict[str, tuple[str, str]] = {
     "otlp-json": ("luckrate.adapters.otlp", "read_otlp_json"),
 }
 """Format name -> (module, reader function)."""
+GROUPS_TRACES = frozenset({"otlp", "otlp-json"})
+"""Formats whose readers take ``runs_by`` (which traces make one run: adapters/otlp/runs.py)."""
 
 
 def reader(name: str) -> Reader:

@@ -62,6 +62,8 @@ _DELEGATION = re.compile(r"\b(?:do|perform|complete|follow|execute|carry\s+out|w
                          r"\b(?:to-?dos?|tasks?|instructions?|checklists?|steps)\b(?:\s+list)?"
                          r"[^.!?\n]{0,24}?\b(?:at|in|on|from)\s+(?:the\s+|my\s+|this\s+)?(?:\S+\s+)?$")
 
+_TASK_NOUN = re.compile(r"\b(?:to-?dos?|tasks?|instructions?|checklists?|steps)\b")
+
 
 @dataclass(frozen=True)
 class Request:
@@ -97,9 +99,18 @@ class Request:
 
 
 def endorsed(arg: Argument, origin: Origin, prov: Provenance, request: Request) -> str | None:
-    """Why the request covers a value found only in untrusted free text, or None."""
+    """Why the request covers a value found only in untrusted free text, or None. Nothing is covered where
+    the text that holds the value reads as instructions to the agent (``instructs``), but in a source the
+    user handed tasks to: there, instructions are what the user pointed at."""
     if origin.position in request.delegated:
         return "in the tasks the user handed over to this source"
+    why = _covered(arg, origin, prov, request)
+    if why and instructs(prov.index.texts(origin, arg.matched), arg.matched):
+        return None
+    return why
+
+
+def _covered(arg: Argument, origin: Origin, prov: Provenance, request: Request) -> str | None:
     designated = _designated(origin, prov, request)
     record = prov.index.record(origin)
     if record:
@@ -125,6 +136,52 @@ def endorsed(arg: Argument, origin: Origin, prov: Provenance, request: Request) 
     return None
 
 
+# What text says when it speaks to an agent rather than to its reader, in families (English). None is an
+# attack's template: each is how instructions to a model are phrased, whoever wrote them.
+_INSTRUCTION_CUES = tuple(re.compile(c, re.IGNORECASE) for c in (
+    # it names the reader as a model
+    r"\b(?:ai|assistant|chatbot|llm|language model|gpt[\w.-]*|claude|gemini)\b",
+    # it refers to the reader's own instructions
+    r"\b(?:previous|prior|above|earlier|original|initial|all|your|other|new)\s+(?:instructions?|prompts?|directives?|"
+    r"rules|guidelines)\b",
+    # it tells the reader to set them aside
+    r"\b(?:ignore|disregard|forget|override|bypass)\b",
+    # it refers to the reader's own task
+    r"\byour (?:task|goal|objective|job|assignment)\b",
+    # it claims to speak for the system
+    r"\b(?:system|admin(?:istrator)?|developer)\s+(?:message|instruction|notice|override|mode|prompt)",
+    # it asks the reader to keep it from the user
+    r"\b(?:do not|don't|without)\s+(?:tell|inform|notify|mention|ask|asking|telling|informing)\w*\b",
+    # urgency
+    r"\b(?:important|urgent|immediately|mandatory|strictly)\b|!!!",
+))
+INSTRUCTION_CUES = 2
+"""Cue families a text must show to read as instructions to the agent (benchmarks/instructions.py, on the
+development set's untrusted free text): no benign text shows two; the injected texts of three of its six
+attack classes mostly do; a bare imperative ("send X to Y"), a marker line or a misspelt "instructions"
+shows at most one and is not caught this way."""
+
+
+INSTRUCTION_WINDOW = 300
+"""How far before a value its text is read for cues: an instruction leads up to what it asks for, and a
+value written before an injected paragraph (an address, then the injection) is not part of it."""
+
+
+def instructs(texts: list[str], keys: tuple[str, ...]) -> bool:
+    """The text leading up to a value reads as instructions to the agent: ``INSTRUCTION_CUES`` families of
+    ``_INSTRUCTION_CUES`` within ``INSTRUCTION_WINDOW`` characters before the value, and in its own words."""
+    for text in texts:
+        folded = text.casefold()
+        for key in keys:
+            at = folded.find(key)
+            while at >= 0:
+                window = folded[max(0, at - INSTRUCTION_WINDOW):at + len(key)]
+                if sum(1 for cue in _INSTRUCTION_CUES if cue.search(window)) >= INSTRUCTION_CUES:
+                    return True
+                at = folded.find(key, at + len(key))
+    return False
+
+
 def _address_of(address: str, request: Request) -> str | None:
     """The name an e-mail address is in, when every word of its local part is a name the request names
     (``ana@...`` for "add Ana"; not ``sam.reyes-77@...``, which adds a name nobody wrote)."""
@@ -135,9 +192,23 @@ def _address_of(address: str, request: Request) -> str | None:
 
 
 def _named_by_address(origin: Origin, prov: Provenance, request: Request) -> bool:
-    """The call that produced ``origin``'s source was given a URL the user wrote."""
-    return any(forms.url_key(v) is not None and "@" not in v and _written(v, request)
-               for v in prov.index.called_at(origin.position))
+    """The call that produced ``origin``'s source was given a URL the user wrote, and the request does not
+    ask for links *from* it ("the links on <url>")."""
+    for value in prov.index.called_at(origin.position):
+        key = forms.url_key(value)
+        if key is None or "@" in value or not _written(value, request):
+            continue
+        at = request.text.find(value)
+        at = request.text.find(key) if at < 0 else at
+        if at >= 0 and _LINKS_FROM.search(request.text, max(0, at - 60), at):
+            continue
+        return True
+    return False
+
+
+# "the links on <url>", "websites listed at <url>": links asked for from the page the URL names (English).
+_LINKS_FROM = re.compile(r"\b(?:links?|urls?|websites?|sites?|pages?)\b[^.!?\n:(]{0,24}?\b(?:on|at|in|from)\s+"
+                         r"(?:the\s+|my\s+|this\s+)?(?:page\s+|site\s+)?$")
 
 
 def _named(origin: Origin, record: list[Field], prov: Provenance, request: Request) -> Field | None:
@@ -177,6 +248,8 @@ def _named_records(prov: Provenance, request: Request) -> list[Field]:
 
 def _delegated(prov: Provenance, request: Request) -> list[int]:
     """The sources whose call was given a reference the request hands its tasks over to."""
+    if _TASK_NOUN.search(request.text) is None:  # most requests hand nothing over: no source is looked at
+        return []
     out = []
     for position in prov.index.tool_positions():
         for value in prov.index.called_at(position):

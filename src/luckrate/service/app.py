@@ -53,7 +53,7 @@ _FLAGS = (
     ("--idle-timeout", "idle_timeout", float, "quiet seconds before grading a trace without root (default 30)"),
     ("--max-trace-age", "max_trace_age", float, "grade a trace this many seconds after its first span"),
     ("--max-spans-per-trace", "max_spans_per_trace", int, "grade a trace once it has this many spans"),
-    ("--max-buffered-spans", "max_buffered_spans", int, "spans buffered before back-pressure"),
+    ("--max-buffered-spans", "max_buffered_spans", int, "spans (and log records) buffered before back-pressure"),
     ("--max-request-bytes", "max_request_bytes", int, "largest request after decompression (default 64 MiB)"),
     ("--http-max-connections", "http_max_connections", int, "OTLP/HTTP connections served at once (default 256)"),
     ("--http-request-timeout", "http_request_timeout", float,
@@ -188,7 +188,8 @@ def build(cfg: ServiceConfig, specs) -> Service:
         budget = PoolBudget(cfg.max_buffered_spans, max_backlog=4 * cfg.max_request_bytes)
         grading = budget.pool = WorkerPool(cfg, n, telemetry, budget, wal=wal)
         intake = Intake(grading.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute,
-                        owners=n, prepare=grading.prepare, wal=wal)
+                        owners=n, prepare=grading.prepare, wal=wal, submit_logs=grading.submit_logs,
+                        prepare_logs=grading.prepare_logs)
         grading.replay = intake.replay
     else:
         budget = SpanBudget(cfg.max_buffered_spans)
@@ -211,7 +212,8 @@ def build(cfg: ServiceConfig, specs) -> Service:
         loop = AssemblerLoop(Assembler(worker.submit, limits=limits, count=telemetry.add, release=budget.release),
                              tick=limits.bucket)
         grading = InProcess(loop, worker)
-        intake = Intake(loop.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute, wal=wal)
+        intake = Intake(loop.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute, wal=wal,
+                        submit_logs=loop.submit_logs)
     common = dict(max_request_bytes=cfg.max_request_bytes, retry_after=cfg.retry_after, token=cfg.bearer_token)
     receivers = []
     if cfg.grpc is not None:

@@ -4,6 +4,10 @@ One thread owns the ``Assembler`` (``AssemblerLoop``); receivers hand it batches
 size is bounded by the ``SpanBudget`` they must reserve from first. Completion is decided in time
 buckets (like the tail-sampling idbatcher), not with a timer per trace, and the clock is injected so
 tests advance a fake one.
+
+Log records (``LogEvent``s) are held beside their trace's spans (``add_logs``): they usually arrive first,
+and are joined to the spans when the grader reads the trace (``CompletedTrace.spans``). They take room in
+the same budget, and a trace holds at most ``max_spans_per_trace`` of them.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from luckrate.adapters.otlp import SpanRecord
+from luckrate.adapters.otlp.logs import LogEvent, joined
 from luckrate.adapters.otlp.spans import PackedSpan, unpacked
 from luckrate.service.config import ServiceConfig
 
@@ -67,14 +72,17 @@ class CompletedTrace:
     reason: str
     """One of ``telemetry.COMPLETION_REASONS``."""
     first_seen: float
-    """Clock time the first span arrived (for the first-span-to-verdict delay)."""
+    """Clock time the first span (or log record) arrived (for the first-span-to-verdict delay)."""
+    logs: tuple[LogEvent, ...] = ()
+    """The trace's log records, in arrival order."""
 
     @functools.cached_property
     def spans(self) -> tuple[SpanRecord, ...]:
-        """The records the adapter reads, in arrival order (the adapter orders steps by time). Built on
-        first use, by the grading thread: a trace waiting for the grader stays packed (a full buffer is
-        mostly such traces), and its records are fresh in the cache when they are read."""
-        return unpacked(self.packed)
+        """The records the adapter reads, in arrival order (the adapter orders steps by time), with the log
+        records joined to their spans as span events (``logs.joined``). Built on first use, by the grading
+        thread: a trace waiting for the grader stays packed (a full buffer is mostly such traces), and its
+        records are fresh in the cache when they are read."""
+        return joined(unpacked(self.packed), self.logs)
 
     @property
     def root_span_id(self) -> bytes:
@@ -125,10 +133,11 @@ _SPAN_ID = attrgetter("span_id")
 class _Trace(list):
     """A trace's spans in arrival order, and when it is due. The list itself, not an object holding one."""
 
-    __slots__ = ("ids", "first_seen", "last_seen", "root_seen", "due", "due_reason")
+    __slots__ = ("ids", "first_seen", "last_seen", "root_seen", "due", "due_reason", "logs")
 
     def __init__(self, now: float):
         self.ids: set[bytes] | None = None
+        self.logs: list[LogEvent] | None = None
         self.first_seen = now
         self.last_seen = now
         self.root_seen = False
@@ -141,12 +150,15 @@ class Assembler:
 
     def __init__(self, emit: Callable[[CompletedTrace], None], *, limits: Limits = Limits(),
                  clock: Callable[[], float] = time.monotonic, count: Count = _no_count,
-                 release: Callable[[int], None] = lambda n: None):
+                 release: Callable[[int], None] = lambda n: None, release_logs: Callable[[int], None] | None = None):
+        """``release(n)``: n dropped spans' room back to the budget; ``release_logs`` the same for log
+        records (by default ``release``: one budget holds both)."""
         self._emit = emit
         self._limits = limits
         self._clock = clock
         self._count = count
         self._release = release
+        self._release_logs = release_logs or release
         self._traces: dict[bytes, _Trace] = {}
         self._done: OrderedDict[bytes, None] = OrderedDict()
         # Trace ids by the bucket they are due in. A list, not a set: a trace scheduled twice in one bucket
@@ -159,6 +171,10 @@ class Assembler:
         self._opened = 0
         self._completed: dict[str, int] = {}
         self._assembled = 0
+        self._abandoned = 0
+        """Traces that held log records only when due: closed without being completed."""
+        self._logs_assembled = 0
+        self._logs_dropped: dict[str, int] = {}
 
     @property
     def active(self) -> int:
@@ -204,6 +220,42 @@ class Assembler:
                 self._count(name, n)
         self._flush_counts()
 
+    def add_logs(self, events: Iterable[LogEvent]) -> None:
+        """Hold log records beside their traces' spans; a record opens its trace, and keeps it from going
+        quiet, as a span does. Records for a trace already graded, or past the per-trace limit, are
+        counted, released from the budget and dropped."""
+        now = self._clock()
+        touched: dict[bytes, _Trace] = {}
+        done, traces, limit = self._done, self._traces, self._limits.max_spans_per_trace
+        late = over = 0
+        for event in events:
+            tid = event.trace_id
+            if tid in done:
+                late += 1
+                continue
+            trace = traces.get(tid)
+            if trace is None:
+                trace = traces[tid] = _Trace(now)
+                self._opened += 1
+            if trace.logs is None:
+                trace.logs = []
+            if len(trace.logs) >= limit:
+                over += 1
+                continue
+            trace.logs.append(event)
+            touched[tid] = trace
+        for tid, trace in touched.items():
+            trace.last_seen = now
+            self._schedule(tid, trace)
+        self._drop_logs("late", late)
+        self._drop_logs("over_limit", over)
+        self._flush_counts()
+
+    def _drop_logs(self, reason: str, n: int) -> None:
+        if n:
+            self._release_logs(n)  # before counting, so whoever sees the count also sees the room
+            self._logs_dropped[reason] = self._logs_dropped.get(reason, 0) + n
+
     def expire(self) -> int:
         """Complete every trace that is due by now; returns how many."""
         now = self._clock()
@@ -245,25 +297,44 @@ class Assembler:
 
     def _complete(self, tid: bytes, reason: str) -> None:
         trace = self._traces.pop(tid)
+        logs = tuple(trace.logs) if trace.logs else ()
+        if not trace:
+            # Log records only: no span of the trace came. Not remembered as done, so spans that still
+            # come start a trace of their own (graded without these records).
+            self._abandoned += 1
+            self._drop_logs("no_spans", len(logs))
+            return
         self._done[tid] = None
         if len(self._done) > self._limits.late_memory:
             self._done.popitem(last=False)
         self._completed[reason] = self._completed.get(reason, 0) + 1
         self._assembled += len(trace)
-        self._emit(CompletedTrace(tid, tuple(trace), reason, trace.first_seen))
+        self._logs_assembled += len(logs)
+        self._emit(CompletedTrace(tid, tuple(trace), reason, trace.first_seen, logs))
 
     def _flush_counts(self) -> None:
-        completed = sum(self._completed.values())
-        if self._opened != completed:
-            self._count("luckrate.traces.active", self._opened - completed)
+        closed = sum(self._completed.values()) + self._abandoned
+        if self._opened != closed:
+            self._count("luckrate.traces.active", self._opened - closed)
         for reason, n in self._completed.items():
             self._count("luckrate.traces.completed", n, reason=reason)
         if self._assembled:
             self._count("luckrate.spans.assembled", self._assembled)
+        if self._logs_assembled:
+            self._count("luckrate.log_records.assembled", self._logs_assembled)
+        for reason, n in self._logs_dropped.items():
+            self._count("luckrate.log_records.dropped", n, reason=reason)
         self._opened, self._completed, self._assembled = 0, {}, 0
+        self._abandoned, self._logs_assembled, self._logs_dropped = 0, 0, {}
 
 
 _STOP = object()
+
+
+class _Logs(list):
+    """A batch of log records on the assembler's queue (a plain list there is a batch of spans)."""
+
+    __slots__ = ()
 
 
 class AssemblerLoop:
@@ -278,6 +349,10 @@ class AssemblerLoop:
     def submit(self, records: list[SpanRecord]) -> None:
         """Never blocks: the caller has reserved ``len(records)`` from the SpanBudget."""
         self._queue.put(records)
+
+    def submit_logs(self, events: list[LogEvent]) -> None:
+        """As ``submit``, for log records."""
+        self._queue.put(_Logs(events))
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="luckrate-assembler", daemon=True)
@@ -304,7 +379,9 @@ class AssemblerLoop:
                 if item is _STOP:
                     self.assembler.drain("shutdown")
                     return
-                if item is not None:
+                if item.__class__ is _Logs:
+                    self.assembler.add_logs(item)
+                elif item is not None:
                     self.assembler.add(item)
                 self.assembler.expire()
             except Exception:  # the owner must survive anything one batch does

@@ -15,8 +15,9 @@ import time
 from array import array
 from typing import Any
 
-from luckrate.adapters.otlp import OutputRule, request_from_protobuf, trajectory_from_spans
+from luckrate.adapters.otlp import OutputRule, logs_request_from_protobuf, request_from_protobuf, trajectory_from_spans
 from luckrate.adapters.otlp.compaction import records_at
+from luckrate.adapters.otlp.logs import events_at
 from luckrate.core.spec import load_specs
 from luckrate.service.assembler import Assembler, Limits
 from luckrate.service.config import ServiceConfig
@@ -70,10 +71,11 @@ def worker_main(cfg: ServiceConfig, index: int, inbox, outbox, log_level: int = 
     events = verdict_events(cfg, tally.add) if cfg.otlp_logs else None  # each grading process exports its own
     worker = Worker(specs, lambda spans: trajectory_from_spans(spans, rule), tally, release=tally.release,
                     verdict_log=lines if cfg.verdict_log else None, events=events,
-                    settled=tally.settle if cfg.wal_dir else None)
+                    settled=tally.settle if cfg.wal_dir else None, release_logs=tally.release_records)
     limits = Limits.from_config(cfg)
     clock = _StampedClock()
-    assembler = Assembler(worker.handle, limits=limits, clock=clock, count=tally.add, release=tally.release)
+    assembler = Assembler(worker.handle, limits=limits, clock=clock, count=tally.add, release=tally.release,
+                          release_logs=tally.release_records)
 
     last = time.monotonic()
     while (message := _next(inbox, limits.bucket)) is not None:
@@ -82,12 +84,14 @@ def worker_main(cfg: ServiceConfig, index: int, inbox, outbox, log_level: int = 
             # the buffer would only burn the CPU its restarted successor needs.
             return
         if message is not _IDLE:
-            stamp, picks, body = message
-            records = records_at(request_from_protobuf(body), picks, keep_attribute=cfg.output_attribute,
-                                 packed=True)
+            stamp, picks, body, logs = message
             clock.stamp = stamp
             try:
-                assembler.add(records)
+                if logs:
+                    assembler.add_logs(events_at(logs_request_from_protobuf(body), picks))
+                else:
+                    assembler.add(records_at(request_from_protobuf(body), picks, keep_attribute=cfg.output_attribute,
+                                             packed=True))
             finally:
                 clock.stamp = None
         assembler.expire()
@@ -124,14 +128,14 @@ def _next(inbox, timeout: float) -> Any:
         return _GONE
 
 
-# A batch crosses the pipe as two frames, a head (stamp, then the span positions) and the request as
-# received; an empty head asks the worker to stop. Frames, not pickles: pickling copied every request
-# once more, and was a fifth of the receiving process's time (py-spy).
-_STAMP = struct.Struct("<d")
+# A batch crosses the pipe as two frames, a head (stamp, whether it is a logs request, then the span or
+# record positions) and the request as received; an empty head asks the worker to stop. Frames, not
+# pickles: pickling copied every request once more, and was a fifth of the receiving process's time (py-spy).
+_STAMP = struct.Struct("<d?")
 
 
-def send_batch(conn, stamp: float, picks: list[int], body: bytes) -> None:
-    conn.send_bytes(_STAMP.pack(stamp) + array("I", picks).tobytes())
+def send_batch(conn, stamp: float, picks: list[int], body: bytes, logs: bool = False) -> None:
+    conn.send_bytes(_STAMP.pack(stamp, logs) + array("I", picks).tobytes())
     conn.send_bytes(body)
 
 
@@ -139,10 +143,11 @@ def send_stop(conn) -> None:
     conn.send_bytes(b"")
 
 
-def receive_batch(conn) -> tuple[float, array, bytes] | None:
+def receive_batch(conn) -> tuple[float, array, bytes, bool] | None:
     head = conn.recv_bytes()
     if not head:
         return None
     picks = array("I")
     picks.frombytes(head[_STAMP.size:])
-    return _STAMP.unpack_from(head)[0], picks, conn.recv_bytes()
+    stamp, logs = _STAMP.unpack_from(head)
+    return stamp, picks, conn.recv_bytes(), logs

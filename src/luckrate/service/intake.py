@@ -1,7 +1,8 @@
 """What both receivers do with a decoded export request: count, reserve buffer space, hand over.
 
 Accounting: every span of a decoded request is *received*; it is then either *rejected* (unusable ids,
-or the buffer is full and the client is told to retry) or *accepted* into the assembler.
+or the buffer is full and the client is told to retry) or *accepted* into the assembler. Log records
+(``accept_logs``) are accounted the same way on their own counters, and take room in the same buffer.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from luckrate.adapters.otlp import SpanRecord, request_from_protobuf
 from luckrate.adapters.otlp.compaction import Rejected, records_at, route_spans
+from luckrate.adapters.otlp.logs import LogEvent, events_at, route_records
 from luckrate.service.assembler import SpanBudget
 from luckrate.service.wal import LogRefused, WriteAheadLog
 from luckrate.service.wal_format import TRACES
@@ -52,20 +55,50 @@ def judge_spans(request: ExportTraceServiceRequest, owners: int = 1) -> Judged:
     return Judged(sum(map(len, picks)), rejected, picks)
 
 
+def judge_records(request: ExportLogsServiceRequest, owners: int = 1) -> Judged:
+    """``judge_spans`` for a logs request's records (``logs.route_records``)."""
+    picks, rejected = route_records(request, owners)
+    return Judged(sum(map(len, picks)), rejected, picks)
+
+
+class _Kind(NamedTuple):
+    """What differs between accepting spans and accepting log records: the judge and the counters."""
+
+    judge: Callable[[Any, int], Judged]
+    received: str
+    accepted: str
+    rejected: str
+    refused: str
+    unit: str
+    """How the partial-success message names an item."""
+
+
+SPANS = _Kind(judge_spans, "luckrate.spans.received", "luckrate.spans.accepted", "luckrate.spans.rejected",
+              "luckrate.requests.refused", "span")
+LOGS = _Kind(judge_records, "luckrate.log_records.received", "luckrate.log_records.accepted",
+             "luckrate.log_records.rejected", "luckrate.log_requests.refused", "log record")
+
+
 class Intake:
     """Thread-safe: called concurrently by receiver threads."""
 
     def __init__(self, submit: Callable[[list[SpanRecord]], None], budget: SpanBudget, count: Callable[..., None],
                  *, keep_attribute: str = "luckrate.output_ok", owners: int = 1,
-                 prepare: Callable[..., Any] | None = None, wal: WriteAheadLog | None = None):
+                 prepare: Callable[..., Any] | None = None, wal: WriteAheadLog | None = None,
+                 submit_logs: Callable[[Any], None] | None = None, prepare_logs: Callable[..., Any] | None = None):
         """Each request is judged once (``judge_spans``), its usable spans' positions shared out among
         ``owners`` grading processes; ``prepare(request, judged, raw)`` makes what ``submit`` takes, by
         default the records of those spans. Grading processes take the request itself
-        (``workers.WorkerPool``). With ``wal``, an accepted request is appended to it before it is handed
-        over (and so before the client hears OK); ``replay`` hands back what it held at start."""
+        (``workers.WorkerPool``). With ``wal``, an accepted traces request is appended to it before it is
+        handed over (and so before the client hears OK); ``replay`` hands back what it held at start.
+        ``submit_logs`` and ``prepare_logs`` are the same for log records (by default their ``LogEvent``s);
+        without ``submit_logs`` the intake takes no log records (``accept_logs`` raises). Logs requests are
+        not written to the write-ahead log: they are accepted unlogged, a full log included."""
         self._submit = submit
         self._owners = owners
         self._prepare = prepare or self._records
+        self._submit_logs = submit_logs
+        self._prepare_logs = prepare_logs or self._events
         self._budget = budget
         self._count = count
         self._keep = keep_attribute
@@ -82,23 +115,35 @@ class Intake:
     def accept(self, request: ExportTraceServiceRequest, transport: str, raw: bytes | None = None) -> Outcome:
         """``raw``: the protobuf encoding ``request`` was decoded from, when the receiver has it (handed to
         grading processes as is, rather than encoded again)."""
+        return self._take(SPANS, request, transport, raw, self._prepare, self._submit)
+
+    def accept_logs(self, request: ExportLogsServiceRequest, transport: str, raw: bytes | None = None) -> Outcome:
+        """``accept`` for a logs request: its usable records (GenAI events with a trace id) take room in
+        the same buffer as spans and go to the assembler that owns their trace."""
+        if self._submit_logs is None:
+            raise RuntimeError("this intake takes no log records")
+        return self._take(LOGS, request, transport, raw, self._prepare_logs, self._submit_logs)
+
+    def _take(self, kind: _Kind, request: Any, transport: str, raw: bytes | None, prepare: Callable[..., Any],
+              submit: Callable[[Any], None]) -> Outcome:
         # Reserve buffer space before compacting: a saturated server otherwise spent most of its CPU
         # compacting retried requests only to throw the records away (the README's Benchmarks section).
-        self._count("luckrate.requests.received", 1, transport=transport)  # an export with no spans counts here
-        judged = judge_spans(request, self._owners)
+        if kind is SPANS:  # an export of traces with no spans counts here (logs have counters of their own)
+            self._count("luckrate.requests.received", 1, transport=transport)
+        judged = kind.judge(request, self._owners)
         usable, rejected = judged.usable, judged.rejected
         bad = sum(r.count for r in rejected)
-        self._count("luckrate.spans.received", usable + bad, transport=transport)
+        self._count(kind.received, usable + bad, transport=transport)
         for r in rejected:
-            self._count("luckrate.spans.rejected", r.count, reason=r.reason)
-        message = "; ".join(f"{r.count} span(s) rejected: {r.reason}" for r in rejected)[:MAX_MESSAGE]
+            self._count(kind.rejected, r.count, reason=r.reason)
+        message = "; ".join(f"{r.count} {kind.unit}(s) rejected: {r.reason}" for r in rejected)[:MAX_MESSAGE]
         if not usable:
             return Outcome(False, bad, message)
         if not self._budget.try_acquire(usable):
-            return self._throttle(transport, usable, bad)
+            return self._throttle(kind, transport, usable, bad)
         try:
-            records = self._prepare(request, judged, raw)
-            logged = self._logged(request, judged, raw, records) if self._wal is not None else None
+            prepared = prepare(request, judged, raw)
+            logged = self._logged(request, judged, raw, prepared) if kind is SPANS and self._wal is not None else None
         except BaseException:
             self._budget.release(usable)
             raise
@@ -111,11 +156,11 @@ class Intake:
                     except LogRefused as e:
                         self._budget.release(usable)
                         return self._unavailable(transport, usable, bad, e)
-                self._count("luckrate.spans.accepted", usable)
-                self._submit(records)
+                self._count(kind.accepted, usable)
+                submit(prepared)
                 return Outcome(False, bad, message)
         self._budget.release(usable)
-        return self._throttle(transport, usable, bad)
+        return self._throttle(kind, transport, usable, bad)
 
     @staticmethod
     def _logged(request: ExportTraceServiceRequest, judged: Judged, raw: bytes | None,
@@ -153,19 +198,24 @@ class Intake:
         # The positions judged usable: each span's ids are checked once, not again while compacting.
         return records_at(request, judged.picks[0], keep_attribute=self._keep, packed=True)
 
-    def _throttle(self, transport: str, spans: int, bad: int) -> Outcome:
-        self._count("luckrate.spans.rejected", spans, reason="buffer_full")
-        self.refuse(transport, "buffer_full")
+    def _events(self, request: ExportLogsServiceRequest, judged: Judged, raw: bytes | None) -> list[LogEvent]:
+        return events_at(request, judged.picks[0])
+
+    def _throttle(self, kind: _Kind, transport: str, items: int, bad: int) -> Outcome:
+        self._count(kind.rejected, items, reason="buffer_full")
+        self._count(kind.refused, 1, transport=transport, reason="buffer_full")
         return Outcome(True, bad, "span buffer full: retry later")
 
     def _unavailable(self, transport: str, spans: int, bad: int, e: LogRefused) -> Outcome:
-        self._count("luckrate.spans.rejected", spans, reason=e.reason)
+        """A traces request the write-ahead log could not take (logs requests never reach the log)."""
+        self._count(SPANS.rejected, spans, reason=e.reason)
         self.refuse(transport, e.reason)
         return Outcome(True, bad, e.message[:MAX_MESSAGE], unavailable=True)
 
-    def refuse(self, transport: str, reason: str) -> None:
-        """Count a request refused whole (its spans were never decoded, or are all being retried)."""
-        self._count("luckrate.requests.refused", 1, transport=transport, reason=reason)
+    def refuse(self, transport: str, reason: str, logs: bool = False) -> None:
+        """Count a request refused whole (its spans or records were never decoded, or are all being
+        retried); ``logs``: a logs request (its own counter), else a traces request or a connection."""
+        self._count(LOGS.refused if logs else SPANS.refused, 1, transport=transport, reason=reason)
 
 
 def _spans(request: ExportTraceServiceRequest) -> list:

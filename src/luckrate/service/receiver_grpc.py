@@ -1,6 +1,7 @@
-"""OTLP/gRPC receiver: ``TraceService/Export`` plus the ``grpc.health.v1.Health/Check`` service.
+"""OTLP/gRPC receiver: ``TraceService/Export`` and ``LogsService/Export``, plus the
+``grpc.health.v1.Health/Check`` service.
 
-The Export method is registered with the service name and response type from opentelemetry-proto's
+Each Export method is registered with the service name and response type from opentelemetry-proto's
 generated module, but takes the request as raw bytes rather than through the generated servicer: gRPC
 answers a request its deserializer cannot parse with INTERNAL, and OTLP wants INVALID_ARGUMENT (and we
 want the refusal counted).
@@ -14,6 +15,8 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsPartialSuccess, ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
@@ -21,7 +24,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from luckrate.adapters import InvalidInput
-from luckrate.adapters.otlp import request_from_protobuf
+from luckrate.adapters.otlp import logs_request_from_protobuf, request_from_protobuf
 from luckrate.service import status
 from luckrate.service.config import Endpoint
 from luckrate.service.intake import Intake
@@ -30,6 +33,7 @@ from luckrate.service.security import token_ok
 log = logging.getLogger(__name__)
 
 TRACE_SERVICE = trace_service_pb2.DESCRIPTOR.services_by_name["TraceService"].full_name
+LOGS_SERVICE = logs_service_pb2.DESCRIPTOR.services_by_name["LogsService"].full_name
 HEALTH_SERVICE = "grpc.health.v1.Health"
 # grpc.health.v1.HealthCheckResponse.ServingStatus
 SERVING, NOT_SERVING = 1, 2
@@ -78,10 +82,13 @@ class GrpcReceiver:
                      ("grpc.so_reuseport", 0)])
         export = grpc.unary_unary_rpc_method_handler(
             self._export, response_serializer=ExportTraceServiceResponse.SerializeToString)
+        export_logs = grpc.unary_unary_rpc_method_handler(
+            self._export_logs, response_serializer=ExportLogsServiceResponse.SerializeToString)
         check = grpc.unary_unary_rpc_method_handler(
             self._check, request_deserializer=_health_request, response_serializer=_health_response)
         self._server.add_generic_rpc_handlers((
             grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": export}),
+            grpc.method_handlers_generic_handler(LOGS_SERVICE, {"Export": export_logs}),
             grpc.method_handlers_generic_handler(HEALTH_SERVICE, {"Check": check}),
         ))
         address = str(self.endpoint)
@@ -104,24 +111,41 @@ class GrpcReceiver:
             server.stop(grace).wait()
 
     def _check(self, service: str, context: grpc.ServicerContext) -> int:
-        if service not in ("", TRACE_SERVICE):
+        if service not in ("", TRACE_SERVICE, LOGS_SERVICE):
             context.abort(grpc.StatusCode.NOT_FOUND, f"unknown service {service[:100]!r}")
         return SERVING if self.serving else NOT_SERVING
 
     def _export(self, body: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
+        outcome = self._take(body, context, logs=False)
+        if outcome.rejected or outcome.message:
+            return ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(
+                rejected_spans=outcome.rejected, error_message=outcome.message))
+        return ExportTraceServiceResponse()
+
+    def _export_logs(self, body: bytes, context: grpc.ServicerContext) -> ExportLogsServiceResponse:
+        outcome = self._take(body, context, logs=True)
+        if outcome.rejected or outcome.message:
+            return ExportLogsServiceResponse(partial_success=ExportLogsPartialSuccess(
+                rejected_log_records=outcome.rejected, error_message=outcome.message))
+        return ExportLogsServiceResponse()
+
+    def _take(self, body: bytes, context: grpc.ServicerContext, logs: bool):
+        """Check, decode and hand over one export request of either signal; aborts the call when it is
+        refused whole (counted on the signal's own counter)."""
         metadata = dict(context.invocation_metadata())
         if not token_ok(self._token, metadata.get("authorization")):
-            self._intake.refuse("grpc", "unauthenticated")
+            self._intake.refuse("grpc", "unauthenticated", logs)
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
         if len(body) > self._max:  # gRPC enforces this first; kept for a limit changed at runtime
-            self._intake.refuse("grpc", "too_large")
+            self._intake.refuse("grpc", "too_large", logs)
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"request over {self._max} bytes")
         try:
-            request = request_from_protobuf(body)
+            request = (logs_request_from_protobuf if logs else request_from_protobuf)(body)
         except InvalidInput as e:
-            self._intake.refuse("grpc", "undecodable")
+            self._intake.refuse("grpc", "undecodable", logs)
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e)[:1024])
-        outcome = self._intake.accept(request, "grpc", raw=body)
+        accept = self._intake.accept_logs if logs else self._intake.accept
+        outcome = accept(request, "grpc", raw=body)
         if outcome.throttled:
             # UNAVAILABLE when the write-ahead log cannot take it: retryable too, and not a full buffer.
             code, number = ((grpc.StatusCode.UNAVAILABLE, status.UNAVAILABLE) if outcome.unavailable
@@ -132,7 +156,4 @@ class GrpcReceiver:
             trailers = (("grpc-status-details-bin", details),
                         ("google.rpc.retryinfo-bin", status.retry_info(self._retry_after)))
             context.abort_with_status(_Status(code, outcome.message, trailers))
-        if outcome.rejected or outcome.message:
-            return ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(
-                rejected_spans=outcome.rejected, error_message=outcome.message))
-        return ExportTraceServiceResponse()
+        return outcome

@@ -1,5 +1,5 @@
-"""OTLP/HTTP receiver: ``POST /v1/traces`` (protobuf or JSON, optionally gzip; a Content-Length or a chunked
-body, see http_framing) and ``/healthz``, ``/readyz``.
+"""OTLP/HTTP receiver: ``POST /v1/traces`` and ``POST /v1/logs`` (protobuf or JSON, optionally gzip; a
+Content-Length or a chunked body, see http_framing) and ``/healthz``, ``/readyz``.
 
 Stdlib only (ThreadingHTTPServer): one thread per connection, HTTP/1.1 keep-alive. Answers follow the
 OTLP spec and the Collector's receiver: 415 for other media types, 405 for other methods, 413 over the
@@ -23,13 +23,19 @@ import zlib
 from http.server import BaseHTTPRequestHandler
 
 from google.protobuf import json_format
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsPartialSuccess, ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceResponse,
 )
 
 from luckrate.adapters import InvalidInput
-from luckrate.adapters.otlp import request_from_json, request_from_protobuf
+from luckrate.adapters.otlp import (
+    logs_request_from_json,
+    logs_request_from_protobuf,
+    request_from_json,
+    request_from_protobuf,
+)
 from luckrate.service import status
 from luckrate.service.config import Endpoint
 from luckrate.service.http_framing import BadFraming, Framing, TooLarge, discard_chunked, framing, read_chunked
@@ -48,6 +54,8 @@ from luckrate.service.security import token_ok
 log = logging.getLogger(__name__)
 
 TRACES_PATH = "/v1/traces"
+LOGS_PATH = "/v1/logs"
+EXPORT_PATHS = (TRACES_PATH, LOGS_PATH)
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 REFUSE_LINGER = 2.0
@@ -128,17 +136,18 @@ class HttpReceiver:
             self._refusers.release()
             close_quietly(sock)
 
-    def decode(self, body: bytes, content_type: str, encoding: str):
-        """Decompress and decode a request body: the request, and its protobuf encoding when that is what
-        came (grading processes take it as is, not encoded again); raises _Refused."""
+    def decode(self, body: bytes, content_type: str, encoding: str, logs: bool = False):
+        """Decompress and decode a request body (a logs request with ``logs``): the request, and its
+        protobuf encoding when that is what came (grading processes take it as is, not encoded again);
+        raises _Refused."""
         if encoding in ("gzip", "deflate"):
             body = _inflate(body, encoding, self.max_request_bytes)
         elif encoding not in ("", "identity"):
             raise _Refused(415, 3, f"unsupported Content-Encoding {encoding[:40]!r}", "unsupported_media_type")
         try:
             if content_type == PROTOBUF:
-                return request_from_protobuf(body), body
-            return request_from_json(body), None
+                return (logs_request_from_protobuf if logs else request_from_protobuf)(body), body
+            return (logs_request_from_json if logs else request_from_json)(body), None
         except InvalidInput as e:
             raise _Refused(400, status.INVALID_ARGUMENT, str(e)[:1024], "undecodable") from None
 
@@ -198,32 +207,34 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
             elif path == "/readyz":
                 ready = receiver.ready
                 self._plain(200 if ready else 503, "ready\n" if ready else "not ready\n")
-            elif path == TRACES_PATH:
+            elif path in EXPORT_PATHS:
                 self._plain(405, "use POST\n", (("Allow", "POST"),))
             else:
                 self._plain(404, "not found\n")
 
         do_PUT = do_DELETE = do_PATCH = do_HEAD = lambda self: (
-            self._plain(405, "use POST\n", (("Allow", "POST"),)) if self.path.split("?")[0] == TRACES_PATH
+            self._plain(405, "use POST\n", (("Allow", "POST"),)) if self.path.split("?")[0] in EXPORT_PATHS
             else self._plain(404, "not found\n"))
 
         def do_POST(self) -> None:
-            if self.path.split("?")[0] != TRACES_PATH:
+            path = self.path.split("?")[0]
+            if path not in EXPORT_PATHS:
                 self._plain(404, "not found\n")
                 return
+            logs = path == LOGS_PATH
             ctype = _media_type(self.headers.get("Content-Type"))
             try:
-                outcome = self._export(ctype)
+                outcome = self._export(ctype, logs)
             except _Refused as e:
                 if e.reason:
-                    receiver.intake.refuse("http", e.reason)
+                    receiver.intake.refuse("http", e.reason, logs)
                 self._error(e, ctype)
                 if self._unread:
                     self._discard(self._unread)  # lingering close: the client reads the answer, not EPIPE
                 return
-            self._success(outcome, ctype)
+            self._success(outcome, ctype, logs)
 
-        def _export(self, ctype: str) -> Outcome:
+        def _export(self, ctype: str, logs: bool) -> Outcome:
             try:
                 frame = framing(self.request_version, self.headers.get_all("Transfer-Encoding") or [],
                                 self.headers.get_all("Content-Length") or [])
@@ -240,8 +251,9 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
                                "unsupported_media_type")
             body = self._read_body(frame)
             encoding = (self.headers.get("Content-Encoding") or "").strip().lower()
-            request, raw = receiver.decode(body, ctype, encoding)
-            outcome = receiver.intake.accept(request, "http", raw=raw)
+            request, raw = receiver.decode(body, ctype, encoding, logs)
+            accept = receiver.intake.accept_logs if logs else receiver.intake.accept
+            outcome = accept(request, "http", raw=raw)
             if outcome.throttled:  # 503 when the write-ahead log cannot take it, 429 for a full buffer
                 raise _Refused(503 if outcome.unavailable else 429,
                                UNAVAILABLE if outcome.unavailable else status.RESOURCE_EXHAUSTED, outcome.message,
@@ -319,11 +331,18 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
                 return False
             return left == 0 and length <= LINGER_BYTES
 
-        def _success(self, outcome: Outcome, ctype: str) -> None:
-            response = ExportTraceServiceResponse()
-            if outcome.rejected or outcome.message:
-                response.partial_success.CopyFrom(ExportTracePartialSuccess(
-                    rejected_spans=outcome.rejected, error_message=outcome.message))
+        def _success(self, outcome: Outcome, ctype: str, logs: bool) -> None:
+            response: ExportTraceServiceResponse | ExportLogsServiceResponse
+            if logs:
+                response = ExportLogsServiceResponse()
+                if outcome.rejected or outcome.message:
+                    response.partial_success.CopyFrom(ExportLogsPartialSuccess(
+                        rejected_log_records=outcome.rejected, error_message=outcome.message))
+            else:
+                response = ExportTraceServiceResponse()
+                if outcome.rejected or outcome.message:
+                    response.partial_success.CopyFrom(ExportTracePartialSuccess(
+                        rejected_spans=outcome.rejected, error_message=outcome.message))
             if ctype == JSON:
                 body = json_format.MessageToJson(response, indent=None).encode()
             else:

@@ -18,6 +18,7 @@ from opentelemetry.sdk.metrics.view import View
 from opentelemetry.sdk.resources import Resource
 
 from luckrate.adapters.otlp.compaction import REJECT_REASONS
+from luckrate.adapters.otlp.logs import LOG_REJECT_REASONS
 from luckrate.core.grade import RunGrade
 from luckrate.core.spec import FALLBACK, Spec
 from luckrate.service.exemplars import latest_reservoir_factory, trace_context
@@ -75,11 +76,26 @@ INSTRUMENTS: tuple[Instrument, ...] = (
                "Spans read back from the write-ahead log and buffered again, their traces not yet graded: at start "
                "(accepted before a restart), or for a grading process that died"),
     Instrument("luckrate.requests.received", "counter", "{request}",
-               "Export requests decoded, including ones with no spans", ("transport",)),
+               "Trace export requests decoded, including ones with no spans", ("transport",)),
     Instrument("luckrate.requests.refused", "counter", "{request}",
                "Export requests or HTTP connections refused whole (too large, undecodable, unauthenticated, bad media "
                "type, buffer full, over the connection cap, request deadline passed, write-ahead log full or failing)",
                ("transport", "reason")),
+    Instrument("luckrate.log_records.received", "counter", "{record}", "Log records in decoded logs export requests",
+               ("transport",)),
+    Instrument("luckrate.log_records.accepted", "counter", "{record}",
+               "Log records taken into the buffer, to be joined to their traces"),
+    Instrument("luckrate.log_records.rejected", "counter", "{record}",
+               "Log records refused: not an event luckrate reads, no trace id (partial success), or buffer full "
+               "(client retries)", ("reason",)),
+    Instrument("luckrate.log_records.dropped", "counter", "{record}",
+               "Accepted log records not joined to a graded trace: its trace was already graded, no span of it "
+               "arrived, over the per-trace limit, or the grading process holding them died", ("reason",)),
+    Instrument("luckrate.log_records.assembled", "counter", "{record}",
+               "Log records handed to the grader inside completed traces"),
+    Instrument("luckrate.log_requests.refused", "counter", "{request}",
+               "Logs export requests refused whole (too large, undecodable, unauthenticated, bad media type, "
+               "buffer full)", ("transport", "reason")),
     Instrument("luckrate.traces.active", "updown", "{trace}", "Traces buffered and not yet complete"),
     Instrument("luckrate.traces.completed", "counter", "{trace}", "Traces completed, by what completed them",
                ("reason",)),
@@ -110,6 +126,9 @@ REJECTION_REASONS = (*REJECT_REASONS, "buffer_full", *WAL_REFUSALS)
 VERDICT_EVENT_DROPS = ("queue_full", "export_failed", "shutdown")
 LOSS_REASONS = ("worker_died",)
 WAL_DAMAGE = DAMAGE_REASONS
+LOG_REJECTION_REASONS = (*LOG_REJECT_REASONS, "buffer_full")
+LOG_DROP_REASONS = ("late", "no_spans", "over_limit", "worker_died")
+LOG_REFUSAL_REASONS = ("too_large", "undecodable", "unauthenticated", "unsupported_media_type", "buffer_full")
 
 ZERO_SERIES: tuple[tuple[str, tuple[dict[str, str], ...]], ...] = (
     ("luckrate.spans.received", tuple({"transport": t} for t in TRANSPORTS)),
@@ -123,6 +142,13 @@ ZERO_SERIES: tuple[tuple[str, tuple[dict[str, str], ...]], ...] = (
     ("luckrate.wal.records.damaged", tuple({"reason": r} for r in WAL_DAMAGE)),
     ("luckrate.requests.received", tuple({"transport": t} for t in TRANSPORTS)),
     ("luckrate.requests.refused", tuple({"transport": t, "reason": r} for t in TRANSPORTS for r in REFUSAL_REASONS)),
+    ("luckrate.log_records.received", tuple({"transport": t} for t in TRANSPORTS)),
+    ("luckrate.log_records.accepted", ({},)),
+    ("luckrate.log_records.rejected", tuple({"reason": r} for r in LOG_REJECTION_REASONS)),
+    ("luckrate.log_records.dropped", tuple({"reason": r} for r in LOG_DROP_REASONS)),
+    ("luckrate.log_records.assembled", ({},)),
+    ("luckrate.log_requests.refused",
+     tuple({"transport": t, "reason": r} for t in TRANSPORTS for r in LOG_REFUSAL_REASONS)),
     ("luckrate.traces.completed", tuple({"reason": r} for r in COMPLETION_REASONS)),
     ("luckrate.traces.ungraded", tuple({"reason": r} for r in UNGRADED_REASONS)),
     ("luckrate.grade.errors", ({},)),

@@ -32,7 +32,8 @@ KINDS = (REQUEST, SETTLED)
 TRACES = 1
 """Signal of a REQUEST: ``ExportTraceServiceRequest``."""
 LOGS = 2
-"""Signal of a REQUEST: ``ExportLogsServiceRequest`` (reserved for an OTLP logs receiver)."""
+"""Signal of a REQUEST: ``ExportLogsServiceRequest``. Reserved: the OTLP logs receiver's requests are
+accepted unlogged for now (``Intake``), and a replay skips records of any signal but ``TRACES``."""
 SIGNALS = (TRACES, LOGS)
 TRACE_ID = 16
 

@@ -108,14 +108,18 @@ class Worker:
     def __init__(self, specs: Mapping[str, Spec], adapt: Callable[[tuple], Any], telemetry, *,
                  release: Callable[[int], None] = lambda n: None, clock: Callable[[], float] = time.monotonic,
                  verdict_log: VerdictLog | None = None, events=None, flush: Callable[[], Any] | None = None,
-                 flush_every: float = REPORT_EVERY, settled: Callable[[bytes], Any] | None = None):
+                 flush_every: float = REPORT_EVERY, settled: Callable[[bytes], Any] | None = None,
+                 release_logs: Callable[[int], None] | None = None):
         """``adapt(spans) -> Trajectory`` raises InvalidInput for spans it cannot read. ``events`` (a
         ``verdict_events.VerdictEvents``, or None) gets every graded run; its ``publish`` never blocks.
         ``flush``, when ``telemetry`` is a ``tally.Tally``: hands its counts on, called by the worker's
         thread when it runs out of work, at least every ``flush_every`` seconds while busy, and on stop.
         ``settled(trace_id)``: called once a trace is done with (graded or not), after its verdict is written:
-        the write-ahead log marks it so that a replay does not grade it again."""
+        the write-ahead log marks it so that a replay does not grade it again.
+        ``release(n)`` gives a graded trace's spans' room back, ``release_logs(n)`` its log records' (by
+        default ``release``)."""
         self._specs = specs
+        self._release_logs = release_logs or release
         self._adapt = adapt
         self._telemetry = telemetry
         self._release = release
@@ -170,6 +174,8 @@ class Worker:
             log.exception("grading trace %s failed", trace.trace_id.hex())
         finally:
             self._release(len(trace.packed))
+            if trace.logs:
+                self._release_logs(len(trace.logs))
             if self._settled is not None:
                 self._settled(trace.trace_id)
 

@@ -80,13 +80,16 @@ def _widen(conn) -> None:
 
 @dataclass
 class _Slot:
-    """One worker as the receiving process sees it. ``sent - settled`` spans are held by the worker (or on
-    their way to it); that is what its death loses."""
+    """One worker as the receiving process sees it. ``sent - settled`` spans (and ``sent_records -
+    settled_records`` log records) are held by the worker (or on their way to it); that is what its death
+    loses."""
 
     index: int
     lock: threading.Lock = field(default_factory=threading.Lock)
     sent: int = 0
     settled: int = 0
+    sent_records: int = 0
+    settled_records: int = 0
     active: int = 0
     """Traces it buffers, from its reports."""
     queue: queue.SimpleQueue | None = None
@@ -99,9 +102,10 @@ class _Slot:
     backlog: int = 0
     """Bytes queued for it and not yet written to its pipe."""
 
-    def send(self, message: tuple[float, list[int], bytes], spans: int) -> None:
+    def send(self, message: tuple, spans: int, records: int = 0) -> None:
         with self.lock:  # one cut with a death: a batch counts against exactly one worker process
             self.sent += spans
+            self.sent_records += records
             self.backlog += len(message[2])
             self.queue.put(message)
 
@@ -168,6 +172,17 @@ class WorkerPool:
         """The request's encoding, once for every worker (after the budget took its spans): as received,
         serialized again only when the receiver had no encoding to hand on."""
         return judged.picks, raw if raw is not None else request.SerializeToString()
+
+    prepare_logs = prepare
+    """The same for a logs request: its encoding once, and the record positions each worker owns."""
+
+    def submit_logs(self, prepared: tuple[list[list[int]], bytes]) -> None:
+        """``submit`` for log records: each worker gets the positions of the records of its traces."""
+        picks, body = prepared
+        stamp = time.monotonic()
+        for slot, mine in zip(self._slots, picks):
+            if mine:
+                slot.send((stamp, mine, body, True), 0, len(mine))
 
     def submit(self, prepared: tuple[list[list[int]], bytes]) -> None:
         """Never blocks: each worker's sender thread takes it from there. A worker gets the positions of its
@@ -243,7 +258,9 @@ class WorkerPool:
     def _apply(self, slot: _Slot, report: Report) -> None:
         with slot.lock:
             slot.settled += report.settled
-        self._budget.release(report.settled)  # before counting, so whoever sees the count also sees the room
+            slot.settled_records += report.settled_records
+        # Before counting, so whoever sees the count also sees the room.
+        self._budget.release(report.settled + report.settled_records)
         with self._apply_lock:
             slot.active += apply(report, self._telemetry)
             if self._verdicts is not None:
@@ -262,12 +279,15 @@ class WorkerPool:
         replacement: queue.SimpleQueue = queue.SimpleQueue()
         with slot.lock:
             lost, active = slot.sent - slot.settled, slot.active
-            slot.sent = slot.settled = slot.active = slot.backlog = 0
+            lost_records = slot.sent_records - slot.settled_records
+            slot.sent = slot.settled = slot.active = slot.backlog = slot.sent_records = slot.settled_records = 0
             old, slot.queue = slot.queue, replacement
         old.put(_STOP_SENDING)
-        self._budget.release(lost)
+        self._budget.release(lost + lost_records)
         with self._apply_lock:
             self._telemetry.add("luckrate.spans.lost", lost, reason="worker_died")
+            if lost_records:
+                self._telemetry.add("luckrate.log_records.dropped", lost_records, reason="worker_died")
             if active:
                 self._telemetry.add("luckrate.traces.active", -active)
         if self._stopping:

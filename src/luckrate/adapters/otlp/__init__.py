@@ -7,23 +7,36 @@ Modules: requests (decode protobuf and OTLP/JSON), compaction (requests → boun
 records), payloads (argument/result shapes), messages (model messages in every form), roles (what a span
 means) and conventions (the registry of convention readers: genai, openinference, traceloop...), tree
 (parents, walk-ups), join (tool spans ↔ requested calls), output (output_ok), assemble (one trace → one
-trajectory), readers (requests and files).
+trajectory), logs (log records → span events, joined to their traces), readers (requests and files).
 """
 
 from luckrate.adapters.otlp.assemble import trajectory_from_spans
 from luckrate.adapters.otlp.compaction import REJECT_REASONS, Rejected, records_from_request
+from luckrate.adapters.otlp.logs import LOG_REJECT_REASONS, LogEvent, events_from_request, joined
 from luckrate.adapters.otlp.output import OutputRule
-from luckrate.adapters.otlp.readers import read_otlp, read_otlp_json, trajectories_from_request
-from luckrate.adapters.otlp.requests import request_from_json, request_from_protobuf
+from luckrate.adapters.otlp.readers import read_otlp, read_otlp_files, read_otlp_json, trajectories_from_request
+from luckrate.adapters.otlp.requests import (
+    logs_request_from_json,
+    logs_request_from_protobuf,
+    request_from_json,
+    request_from_protobuf,
+)
 from luckrate.adapters.otlp.spans import SpanEvent, SpanRecord
 
 __all__ = [
+    "LOG_REJECT_REASONS",
     "REJECT_REASONS",
+    "LogEvent",
     "OutputRule",
     "Rejected",
     "SpanEvent",
     "SpanRecord",
+    "events_from_request",
+    "joined",
+    "logs_request_from_json",
+    "logs_request_from_protobuf",
     "read_otlp",
+    "read_otlp_files",
     "read_otlp_json",
     "records_from_request",
     "request_from_json",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from luckrate.adapters import InvalidInput
@@ -12,16 +13,23 @@ from luckrate.adapters.otlp.join import Call, Response, join, requests_from
 from luckrate.adapters.otlp.messages import Message, user_texts
 from luckrate.adapters.otlp.output import OutputRule, output_ok
 from luckrate.adapters.otlp.payloads import parse_args, result_text
-from luckrate.adapters.otlp.roles import AgentRole, ModelRole, Role, ToolRole
+from luckrate.adapters.otlp import traceloop
+from luckrate.adapters.otlp.roles import AgentRole, ChainRole, ModelRole, Role, ToolRole
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.adapters.otlp.tree import Tree
-from luckrate.adapters.otlp.turns import conversation, model_turns
+from luckrate.adapters.otlp.turns import conversation, event_turns, model_turns
 from luckrate.core.step import USER, Step, Trajectory
 from luckrate.core.step import Message as StepMessage
 
 _NAMES = sorted((c.name for c in CONVENTIONS), key=str.lower)
 _KNOWN = ", ".join(_NAMES[:-1]) + " or " + _NAMES[-1] if len(_NAMES) > 1 else _NAMES[0]
 ERROR = 2  # OTLP Status.StatusCode.STATUS_CODE_ERROR; OK (1) and UNSET (0) are both success
+
+
+class NoAgentSpan(InvalidInput):
+    """A trace with no agent, model or tool span of any known convention: an HTTP request's or a
+    database's trace, say. A file reader skips such a trace (and counts it) when others in the file
+    are runs."""
 
 
 def trajectory_from_spans(records: Sequence[SpanRecord], rule: OutputRule = OutputRule()) -> Trajectory:
@@ -38,6 +46,24 @@ def trajectory_from_spans(records: Sequence[SpanRecord], rule: OutputRule = Outp
     return _Assembly(Tree(records, where), where, rule).trajectory(trace.hex())
 
 
+def trajectory_from_run(traces: Sequence[Sequence[SpanRecord]], parents: dict[tuple[bytes, bytes], bytes],
+                        rule: OutputRule = OutputRule()) -> Trajectory:
+    """One run spread over several traces (runs.py groups them; the first trace started first): their
+    spans as one tree, a root span taking the span it links to in an earlier trace as its parent
+    (``parents``, keyed by (trace, span)). The run's id is its first trace's."""
+    first = traces[0][0].trace_id
+    where = f"run {first.hex()} ({len(traces)} traces)"
+    records = [_adopt(rec, parents) for spans in traces for rec in spans]
+    return _Assembly(Tree(records, where), where, rule).trajectory(first.hex())
+
+
+def _adopt(rec: SpanRecord, parents: dict[tuple[bytes, bytes], bytes]) -> SpanRecord:
+    if rec.parent_id:
+        return rec
+    parent = parents.get((rec.trace_id, rec.span_id))
+    return rec if parent is None else replace(rec, parent_id=parent)
+
+
 class _Assembly:
     def __init__(self, tree: Tree, where: str, rule: OutputRule):
         self.tree, self.where, self.rule = tree, where, rule
@@ -46,7 +72,7 @@ class _Assembly:
         for rec in tree.spans:  # each role's spans in tree order, listed once (several passes read them)
             self._by_kind.setdefault(type(self.roles[rec.span_id]), []).append(rec)
         if not any(self.roles.values()):
-            raise InvalidInput(f"no {_KNOWN} agent, model or tool span among {len(tree.spans)} spans", where)
+            raise NoAgentSpan(f"no {_KNOWN} agent, model or tool span among {len(tree.spans)} spans", where)
         self._agent_memo: dict[bytes, Any] = {}
         self._tool_memo: dict[bytes, Any] = {}
         self._input_memo: dict[bytes, list[Message] | None] = {}
@@ -59,7 +85,7 @@ class _Assembly:
         others = [r for r in self.tree.spans if not isinstance(self.roles[r.span_id], ModelRole)]
         joined = [c for c in joined if c.key[2] not in answers]  # the answer call, and the request it answered
         messages = conversation([(m[0], self._inputs(m[0]), m[1]) for m in models], [c.start_ns for c in joined],
-                                others)
+                                others, lambda: [(r, self._inputs(r), output_messages(r)) for r in self._spans(AgentRole)])
         content = captured or self._messages_captured()
         if not content:  # placeholders a framework writes for redacted text are not what anyone said
             messages = ()
@@ -71,7 +97,7 @@ class _Assembly:
             output_ok=output_ok(self.tree.spans, self.tree.depth, self.rule),
             content=content,
             messages=messages,
-            model_turns=model_turns(joined, self._spans(ModelRole)),
+            model_turns=model_turns(joined, self._spans(ModelRole)) or event_turns(joined, others),
         )
 
     def _inputs(self, rec: SpanRecord) -> list[Message] | None:
@@ -126,6 +152,9 @@ class _Assembly:
             parts = [self._call(r, self.roles[r.span_id], name) for r in members]
             calls.append(functools.reduce(_merge, parts))
         captured = any(c.args_captured or c.result is not None for c in calls)
+        if any(c.tool in traceloop.TOOL_CLASSES for c in calls):
+            asked = [(r.end_ns, q) for r in self._spans(ChainRole) for q in traceloop.requested_calls(r)]
+            calls = traceloop.resolve_class_names(calls, asked)
         return calls, captured
 
     def _call(self, rec: SpanRecord, role: ToolRole, name: str) -> Call:

@@ -164,7 +164,7 @@ def _reject_reason(span: Any) -> str | None:
 def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes], packed: bool = False) -> Any:
     # The budget is spent in field order: name, status message, attributes, events. Common cases (a
     # shared name, no status message, no events) skip the helper calls.
-    budget = _Budget(MAX_SPAN_TEXT)
+    budget = Budget(MAX_SPAN_TEXT)
     name = span.name
     shared_name = _shared.get(name)
     if shared_name is not None:
@@ -241,7 +241,7 @@ def _key_rule(key: str) -> tuple[str | None, bool]:
     return rule
 
 
-def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> tuple[Layout, list[Any]]:
+def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "Budget") -> tuple[Layout, list[Any]]:
     """``layout`` and ``values`` for a record: the kept attributes, the first of a repeated key."""
     # The hot loop of compaction: one pass, one probe per key (``_key_rules``), strings within budget and
     # shared-table hits handled inline, the budget in a local (a helper call or attribute access per
@@ -288,12 +288,17 @@ def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "_Budget") -> t
     return shared_layout(layout), values
 
 
-def _events(events: Iterable[Any], budget: "_Budget") -> tuple[SpanEvent, ...]:
+def keeps_event(name: str) -> bool:
+    """Whether an event of this name is one the adapters read (span events here, log records in logs.py)."""
+    return name in _KEEP_EVENTS or name.startswith(_KEEP_EVENT_PREFIXES)
+
+
+def _events(events: Iterable[Any], budget: "Budget") -> tuple[SpanEvent, ...]:
     out: list[SpanEvent] = []
     for ev in events:
         if len(out) >= MAX_EVENTS:
             break
-        if ev.name in _KEEP_EVENTS or ev.name.startswith(_KEEP_EVENT_PREFIXES):
+        if keeps_event(ev.name):
             attrs = tuple(
                 (kv.key[:256], budget.value(kv.value, 0)) for kv in list(ev.attributes)[:MAX_EVENT_ATTRIBUTES]
             )
@@ -301,7 +306,7 @@ def _events(events: Iterable[Any], budget: "_Budget") -> tuple[SpanEvent, ...]:
     return tuple(out)
 
 
-class _Budget:
+class Budget:
     """Converts AnyValue to Python while spending a per-span allowance of string characters."""
 
     __slots__ = ("left",)  # one per span compacted: a slot is quicker to make and to update than a __dict__

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from luckrate.adapters.otlp import (
-    compaction, genai, google_adk, llamaindex, openinference, pydantic_ai, smolagents, spans, strands, traceloop,
+    compaction, crewai_openinference, genai, google_adk, haystack, llamaindex, mastra, openinference, pydantic_ai, smolagents, spans, strands, traceloop,
     unmarked, vercel_ai,
 )
 from luckrate.adapters.otlp import messages as standard
@@ -46,6 +46,8 @@ CONVENTIONS: tuple[Convention, ...] = (
     Convention("LlamaIndex", llamaindex.classify, markers=_OI),  # before OpenInference: its tool spans' shapes
     Convention("smolagents", smolagents.classify, smolagents.messages, smolagents.KEYS, _OI,  # likewise
                answer_tool=smolagents.ANSWER_TOOL),
+    Convention("CrewAI", crewai_openinference.classify, crewai_openinference.messages,  # before OpenInference
+               crewai_openinference.KEYS, crewai_openinference.MARKERS),
     Convention("OpenInference", openinference.classify, openinference.messages, openinference.KEYS, _OI),
     Convention("pydantic-ai", pydantic_ai.classify, pydantic_ai.messages, pydantic_ai.KEYS,  # before GenAI: v1, v2
                tuple(pydantic_ai.KEYS)),
@@ -53,9 +55,12 @@ CONVENTIONS: tuple[Convention, ...] = (
                tuple(google_adk.KEYS)),
     Convention("Strands Agents", strands.classify, strands.messages, strands.KEYS,  # before GenAI: events
                tuple(strands.KEYS)),
+    Convention("Mastra", mastra.classify, mastra.messages, mastra.KEYS, (mastra.TYPE,)),  # before GenAI: chat spans
     Convention("GenAI", genai.classify),
     Convention("Traceloop", traceloop.classify),
     Convention("Vercel AI SDK", vercel_ai.classify, vercel_ai.messages, vercel_ai.KEYS, ("ai.operationId",)),
+    # Last: recognised by span name (a model span has no attributes with content off), so offered every span.
+    Convention("Haystack", haystack.classify, haystack.messages, haystack.KEYS),
 )
 ANSWER_TOOLS = frozenset(c.answer_tool for c in CONVENTIONS if c.answer_tool)
 """Tools whose call is an agent's reply to the user (turns.py reads it as the agent speaking)."""

@@ -1,9 +1,18 @@
 """OTel GenAI semantic conventions (both generations): ``gen_ai.operation.name`` keys the meaning;
 MCP spans (``mcp.method.name = tools/call``; the client's named ``tools/call <tool>`` or, by the MCP
-Python SDK, ``MCP send tools/call <tool>``) are tool calls too."""
+Python SDK, ``MCP send tools/call <tool>``) are tool calls too.
+
+Traceloop's Node SDK over LangChain.js writes GenAI operation names but keeps a tool's content in its
+own keys: ``traceloop.entity.input`` = ``{"args": [<the tool's input>]}``, ``traceloop.entity.output``
+= the ToolMessage it returns. It names every tool span after the tool's class (``execute_tool
+DynamicStructuredTool``); the ToolMessage names the tool the model called, so its ``name`` wins over a
+span name (never over ``gen_ai.tool.name``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from luckrate.adapters.otlp.payloads import load_text, tool_message_name
 from luckrate.adapters.otlp.roles import AgentRole, ChainRole, ModelRole, Role, suffix, tool_role
 from luckrate.adapters.otlp.spans import SpanRecord
 
@@ -29,11 +38,21 @@ def classify(rec: SpanRecord) -> Role | None:
 
 
 def _tool(rec: SpanRecord, prefix: str, mcp: bool = False):
-    name = rec.get("gen_ai.tool.name") or suffix(rec.name, prefix) or (_mcp_target(rec.name) if mcp else None)
-    return tool_role(
-        name, rec.get("gen_ai.tool.call.arguments"), rec.get("gen_ai.tool.call.result"),
-        rec.get("gen_ai.tool.call.id"), mcp,
-    )
+    args, result = rec.get("gen_ai.tool.call.arguments"), rec.get("gen_ai.tool.call.result")
+    if args is None and result is None and rec.get("traceloop.span.kind") is not None:
+        args, result = _entity_args(rec.get("traceloop.entity.input")), rec.get("traceloop.entity.output")
+    name = (rec.get("gen_ai.tool.name") or tool_message_name(result) or suffix(rec.name, prefix)
+            or (_mcp_target(rec.name) if mcp else None))
+    return tool_role(name, args, result, rec.get("gen_ai.tool.call.id"), mcp)
+
+
+def _entity_args(raw: Any) -> Any:
+    """The tool's input inside Traceloop Node's ``{"args": [<input>]}``; any other value as it is."""
+    value = load_text(raw) if isinstance(raw, str) and raw.startswith('{"args"') else None
+    if isinstance(value, dict) and set(value) == {"args"} and isinstance(value["args"], list) and \
+            len(value["args"]) == 1:
+        return value["args"][0]
+    return raw
 
 
 def _mcp_target(span_name: str) -> str | None:

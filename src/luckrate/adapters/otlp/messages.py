@@ -213,6 +213,15 @@ def _flat_call(entry: Any) -> Requested | None:
     return Requested(name, fn.get("arguments"), _id(tc.get("id")))
 
 
+MESSAGE_EVENTS = frozenset(_INPUT_EVENTS | _OUTPUT_EVENTS)
+"""The GenAI ≤1.36 message events, wherever they are recorded (model spans, agent spans)."""
+
+
+def event_message(name: str, attributes: tuple[tuple[str, Any], ...]) -> Message | None:
+    """One GenAI ≤1.36 message event as a Message; None for an event of another name."""
+    return _from_event(name, attributes) if name in MESSAGE_EVENTS else None
+
+
 def _from_event(name: str, attributes: tuple[tuple[str, Any], ...]) -> Message:
     body = dict(attributes)
     content = body.get("gen_ai.event.content")
@@ -220,12 +229,36 @@ def _from_event(name: str, attributes: tuple[tuple[str, Any], ...]) -> Message:
         content = load_text(content)
     if isinstance(content, dict):
         body.update(content)
-    if name == "gen_ai.choice" and isinstance(body.get("message"), dict):
-        body = {**body["message"], "role": "assistant"}
+    if name == "gen_ai.choice":
+        message = body.get("message")
+        message = load_text(message) if isinstance(message, str) else message
+        if isinstance(message, dict):
+            # The calls are the message's (contrib instrumentations), or beside it in the body (Traceloop's).
+            beside = {"tool_calls": body["tool_calls"]} if "tool_calls" in body else {}
+            body = {**beside, **message, "role": "assistant"}
+    if isinstance(body.get("tool_calls"), str):  # an SDK span event holds no nested values: JSON text
+        body["tool_calls"] = load_text(body["tool_calls"])
     role = {"gen_ai.system.message": "system", "gen_ai.user.message": "user", "gen_ai.tool.message": "tool"}.get(
         name, "assistant"
     )
-    return _chat_message({**body, "role": body.get("role") or role})
+    role = str(body.get("role") or role)
+    if isinstance(body.get("content"), list):  # Anthropic content blocks (Traceloop's events)
+        return _blocks_message(role, body["content"])
+    return _chat_message({**body, "role": role})
+
+
+def _blocks_message(role: str, content: list[Any]) -> Message:
+    """A message whose content is Anthropic content blocks: ``text``, ``tool_use`` (a call the assistant
+    asks for: ``id``, ``name``, ``input``) and ``tool_result`` (the answer to one: ``tool_use_id``,
+    ``content``, ``is_error``)."""
+    blocks = [b for b in content[:MAX_MESSAGES] if isinstance(b, dict)]
+    texts = tuple(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str))
+    calls = tuple(Requested(b["name"], b.get("input"), _id(b.get("id"))) for b in blocks
+                  if b.get("type") == "tool_use" and isinstance(b.get("name"), str))
+    results = [b for b in blocks if b.get("type") == "tool_result"]
+    responses = tuple((_id(b.get("tool_use_id")), b.get("content")) for b in results)
+    failed = _failed([_id(b.get("tool_use_id")) for b in results if marked_failed(b, envelope=False)])
+    return Message(role, texts, calls, responses, failed)
 
 
 _FLAT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.")

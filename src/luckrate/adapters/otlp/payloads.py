@@ -147,6 +147,16 @@ def tool_message_call_id(raw: Any) -> str | None:
     return call_id.strip() if isinstance(call_id, str) and call_id.strip() else None
 
 
+def tool_message_name(raw: Any) -> str | None:
+    """The ``name`` of the tool a serialized ToolMessage result answers for (LangChain sets it to the
+    tool's name; a span may name only the tool's class)."""
+    if not isinstance(raw, (str, dict)):
+        return None
+    message = _parsed_tool_message(raw)
+    name = message.get("name") if message else None
+    return name.strip() if isinstance(name, str) and name.strip() else None
+
+
 def _text(value: Any) -> str:
     if isinstance(value, str):
         return value

@@ -3,14 +3,21 @@ output as JSON envelopes; legacy (≤0.54) LLM spans carry flattened ``gen_ai.pr
 
 The MCP instrumentation's client tool span (``<tool>.tool``) wraps the call in its own envelopes:
 input ``{"tool_name", "arguments"}``, output ``{"result", "is_error"?}``; it is read as an MCP span
-(merged into an enclosing framework tool span of the same call)."""
+(merged into an enclosing framework tool span of the same call).
+
+Traceloop's Node SDK over LangChain.js / LangGraph.js names every tool span after the tool's class
+(``execute_tool DynamicStructuredTool``; genai.py reads these spans, taking the name from the ToolMessage
+result when there is one). A tool that throws leaves no result, and its chat spans record no tool calls:
+the model's calls are only in the chain spans' outputs (``traceloop.entity.output`` = ``{"messages":
+[AIMessage...]}``, LangChain's serialization). ``requested_calls`` reads them, so a step still named
+after a class takes the name and call id of the requested call it answers (``resolve_class_names``)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
 
-from luckrate.adapters.otlp.payloads import load_text
+from luckrate.adapters.otlp.payloads import Requested, args_match, load_text, parse_args
 from luckrate.adapters.otlp.roles import AgentRole, ChainRole, ModelRole, Role, tool_role
 from luckrate.adapters.otlp.spans import SpanRecord
 
@@ -64,3 +71,48 @@ def _mcp_call(raw_input: Any, raw_output: Any) -> tuple[str | None, Any, Any, st
     result = output["result"]
     text = result if isinstance(result, str) else None
     return tool, value["arguments"], result, ((text or "error") if output.get("is_error") is True else None)
+
+
+TOOL_CLASSES = frozenset({"DynamicStructuredTool", "DynamicTool", "StructuredTool", "Tool"})
+"""LangChain.js's tool classes: a tool span named after one of these names no tool."""
+MAX_REQUESTS = 1000
+
+
+def requested_calls(rec: SpanRecord) -> list[Requested]:
+    """Tool calls of the AIMessages in a chain span's ``traceloop.entity.output`` (LangChain's
+    ``{"lc": 1, "id": [..., "AIMessage"], "kwargs": {"tool_calls": [{name, args, id}]}}``)."""
+    raw = rec.get("traceloop.entity.output")
+    if not isinstance(raw, str) or '"tool_calls"' not in raw or rec.get("traceloop.span.kind") != "workflow":
+        return []
+    value = load_text(raw)
+    messages = value.get("messages") if isinstance(value, dict) else None
+    out: list[Requested] = []
+    for message in messages[:MAX_REQUESTS] if isinstance(messages, list) else ():
+        kwargs = message.get("kwargs") if isinstance(message, dict) and message.get("lc") == 1 else None
+        calls = kwargs.get("tool_calls") if isinstance(kwargs, dict) else None
+        for call in calls if isinstance(calls, list) else ():
+            if isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(call.get("id"), str):
+                out.append(Requested(call["name"], call.get("args"), call["id"]))
+    return out
+
+
+def resolve_class_names(calls: list, requests: list[tuple[int, Requested]]) -> list:
+    """Each call still named after a tool class (in start order) takes the name and call id of the first
+    unused request (by call id, once each) asked before it started with the same arguments; a call whose
+    arguments were not captured, or that no request matches, keeps its class name."""
+    from dataclasses import replace
+
+    used = {c.call_id for c in calls if c.call_id}
+    pending: dict[str, tuple[int, Requested]] = {}
+    for at, req in sorted(requests, key=lambda r: r[0]):
+        if req.call_id not in used:
+            pending.setdefault(req.call_id, (at, req))
+    out = []
+    for call in sorted(calls, key=lambda c: c.key):
+        if call.tool in TOOL_CLASSES and call.args_captured:
+            match = next((cid for cid, (at, req) in pending.items() if at <= call.start_ns
+                          and args_match(call.args, call.parsed, parse_args(req.args)[0])), None)
+            if match is not None:
+                call = replace(call, tool=pending.pop(match)[1].name, call_id=call.call_id or match)
+        out.append(call)
+    return out

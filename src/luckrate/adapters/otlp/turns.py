@@ -10,18 +10,23 @@
   started; an assistant reply with text and no tool calls is placed where the call ended. A call whose
   input does not extend the conversation (another agent's own context, such as an agent used as a tool,
   whose "user" is the orchestrating agent) adds nothing: an orchestrator's instruction is not the user's
-  consent. With no model input messages recorded, ``gen_ai.user.message`` events on other spans are
-  placed by their timestamps.
+  consent. With no model input messages recorded, the GenAI ≤1.36 message events on other spans
+  (``gen_ai.user.message``, ``gen_ai.assistant.message``, ``gen_ai.choice``: an agent span that records
+  the conversation itself) are placed by their timestamps; the same message recorded on two spans at
+  the same time counts once.
+- **Turns from events.** With no model spans, each assistant event that asks for tool calls is one
+  model turn: a call belongs to the event naming its call id, else to the last such event before it.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from luckrate.adapters.otlp.join import Call
 from luckrate.adapters.otlp.messages import Message as ModelMessage
+from luckrate.adapters.otlp.messages import event_message
 from luckrate.adapters.otlp.conventions import ANSWER_TOOLS
 from luckrate.adapters.otlp.payloads import captured, parse_args
 from luckrate.adapters.otlp.spans import SpanRecord
@@ -48,15 +53,27 @@ def model_turns(calls: Sequence[Call], models: Sequence[SpanRecord]) -> tuple[in
     return tuple(out)
 
 
-def conversation(
-    models: Sequence[tuple[SpanRecord, list[ModelMessage] | None, list[ModelMessage] | None]],
-    starts: Sequence[int],
-    others: Sequence[SpanRecord],
-) -> tuple[Message, ...]:
+Recorded = Sequence[tuple[SpanRecord, list[ModelMessage] | None, list[ModelMessage] | None]]
+"""Spans with their input and output messages (None: not recorded)."""
+
+
+def conversation(models: Recorded, starts: Sequence[int], others: Sequence[SpanRecord],
+                 agents: Callable[[], Recorded] | None = None) -> tuple[Message, ...]:
     """The user's and the agent's messages placed among steps starting at ``starts`` (ascending).
 
-    ``models`` holds each model span with its input and output messages (None: not recorded); ``others``
-    are the remaining spans, read for ``gen_ai.user.message`` events only when no model recorded its input."""
+    ``models`` holds each model span with its input and output messages; ``others`` are the remaining
+    spans, read for GenAI message events only when no model recorded its input; ``agents`` (called only
+    then: agent spans with their messages) are read the way model calls are, last: a framework whose model spans hold no
+    content may record the run's input and reply on its agent span (Semantic Kernel)."""
+    out = _placed(models, starts)
+    if not out:
+        out = _event_messages(others, starts)
+    if not out and agents is not None:
+        out = _placed(agents(), starts)
+    return tuple(out)
+
+
+def _placed(models: Recorded, starts: Sequence[int]) -> list[Message]:
     said: list[Spoken] = []
     out: list[Message] = []
     for rec, inputs, outputs in sorted(models, key=lambda m: (m[0].start_ns, m[0].end_ns, m[0].span_id)):
@@ -73,9 +90,7 @@ def conversation(
         for role, text in reply:
             out.append(Message(role, text, bisect_left(starts, rec.end_ns)))
         said = said + reply
-    if not out:
-        out = _user_events(others, starts)
-    return tuple(out)
+    return out
 
 
 def _answer_text(args: Any) -> str:
@@ -88,25 +103,51 @@ def _spoken(messages: Sequence[ModelMessage]) -> list[Spoken]:
     out = []
     for m in messages:
         text = "\n".join(t for t in m.texts if captured(t))
-        if not text.strip():
+        if m.role in ("assistant", "ai", "model") and m.calls and all(c.name in ANSWER_TOOLS for c in m.calls):
+            # A framework that answers by a tool call: its arguments are the message (the text beside it,
+            # often empty, is narration).
+            answer = "\n".join(_answer_text(c.args) for c in m.calls)
+            if answer.strip():
+                out.append((AGENT, answer))
+        elif not text.strip():
             continue
-        if m.role in ("user", "human"):
+        elif m.role in ("user", "human"):
             out.append((USER, text))
         elif m.role in ("assistant", "ai", "model") and not m.calls:
             out.append((AGENT, text))
-        elif m.role in ("assistant", "ai", "model") and all(c.name in ANSWER_TOOLS for c in m.calls):
-            answer = "\n".join(_answer_text(c.args) for c in m.calls)  # a framework that answers by a tool call
-            if answer.strip():
-                out.append((AGENT, answer))
     return out
 
 
-def _user_events(spans: Sequence[SpanRecord], starts: Sequence[int]) -> list[Message]:
-    events = [e for rec in spans for e in rec.events if e.name == "gen_ai.user.message"]
-    out = []
-    for event in sorted(events, key=lambda e: e.time_ns):  # stable: ties keep span order
-        time_ns = event.time_ns
-        text = event.get("content")
-        if isinstance(text, str) and captured(text) and text.strip():
-            out.append(Message(USER, text, bisect_left(starts, time_ns)))
+def _event_messages(spans: Sequence[SpanRecord], starts: Sequence[int]) -> list[Message]:
+    """The user's and the agent's messages recorded as events, in time order (ties keep span order)."""
+    found = []
+    for rec in spans:
+        for event in rec.events:
+            message = event_message(event.name, event.attributes)
+            if message is not None:
+                found.extend((event.time_ns, role, text) for role, text in _spoken([message]))
+    out, seen = [], set()
+    for time_ns, role, text in sorted(found, key=lambda f: f[0]):
+        if (time_ns, role, text) not in seen:
+            seen.add((time_ns, role, text))
+            out.append(Message(role, text, bisect_left(starts, time_ns)))
     return out
+
+
+def event_turns(calls: Sequence[Call], spans: Sequence[SpanRecord]) -> tuple[int | None, ...]:
+    """Model turns read from assistant message events that ask for tool calls; empty when none do."""
+    asks = sorted(((e.time_ns, m) for rec in spans for e in rec.events
+                   if (m := event_message(e.name, e.attributes)) is not None and m.role == "assistant" and m.calls),
+                  key=lambda a: a[0])
+    if not asks:
+        return ()
+    by_id = {c.call_id: n for n, (_, m) in enumerate(asks) for c in m.calls if c.call_id}
+    times = [t for t, _ in asks]
+    out: list[int | None] = []
+    for call in calls:
+        if call.call_id and call.call_id in by_id:
+            out.append(by_id[call.call_id])
+        else:
+            i = bisect_right(times, call.start_ns) - 1
+            out.append(i if i >= 0 else None)
+    return tuple(out)

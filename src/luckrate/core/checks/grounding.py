@@ -114,13 +114,13 @@ class AskedFor:
         self._keys: dict[str, int] = {}
 
     def judge(self, arg: Argument, prov: Provenance, spec: Spec) -> Judgement:
-        keys = (arg.value.casefold(), *arg.matched)
-        earlier = next((self._keys[k] for k in keys if k in self._keys), None)
         judged = judge(arg, prov, spec)
-        if judged.tainted and earlier is not None:
-            return Judgement(False, f"asked for at step {earlier}, earlier in the run")
-        if judged.covered:
-            for k in keys:
+        if judged.tainted and self._keys:
+            earlier = next((self._keys[k] for k in (arg.value.casefold(), *arg.matched) if k in self._keys), None)
+            if earlier is not None:
+                return Judgement(False, f"asked for at step {earlier}, earlier in the run")
+        elif judged.covered:
+            for k in (arg.value.casefold(), *arg.matched):
                 self._keys.setdefault(k, arg.step)
         return judged
 

@@ -1,0 +1,237 @@
+"""What one tool's name, description, arguments and results say about it: the evidence ``suggest`` weighs.
+
+Every signal is a generic reading of English tool vocabulary or of data shapes, never of one
+product's tool names:
+
+- a tool **acts** (a privileged candidate) when its name or description starts with an acting verb
+  (send, pay, create, delete ...), or when a call that is not a plain read passes an address, an
+  account number or a URL, or a parameter that only a write takes (a recipient, an amount, a body);
+  a URL passed to any tool counts as well: the request reaches a host the URL chose, and the URL can
+  carry data out;
+- a tool's results carry **third-party text** (an untrusted candidate) when they hold sentences of
+  free text (read as fields by ``core/fields.py``) or markup, or when a read tool's name or
+  description names something other people write (messages, mail, pages, reviews, files ...).
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from luckrate.core.fields import fields
+
+ACT_VERBS = frozenset({
+    "send", "pay", "create", "delete", "remove", "update", "book", "reserve", "invite", "post", "share",
+    "transfer", "schedule", "reschedule", "cancel", "write", "append", "add", "set", "modify", "move", "upload",
+    "publish", "submit", "forward", "reply", "buy", "order", "grant", "revoke", "refund", "purchase", "charge",
+    "wire", "deposit", "withdraw", "rename", "edit", "insert", "put", "patch", "replace", "drop", "erase",
+    "destroy", "archive", "assign", "approve", "reject", "close", "merge", "deploy", "execute", "run", "launch",
+    "start", "stop", "kill", "restart", "enable", "disable", "register", "subscribe", "unsubscribe", "email",
+    "message", "notify", "call", "text", "tweet", "comment", "like", "follow", "unfollow", "block", "ban",
+    "kick", "mute", "accept", "decline", "confirm", "checkout", "commit", "push", "install", "uninstall",
+    "reset", "change", "save", "store", "attach", "apply", "issue", "mark", "tag", "unlink", "link", "reassign",
+    "join", "leave", "rsvp", "lock", "unlock", "trade", "sell", "manage", "activate", "deactivate", "toggle",
+    "turn", "control", "dispatch", "ship", "deliver", "print", "sign", "authorize", "respond", "request",
+    "redeem", "donate", "bid", "vote", "rent", "hire", "navigate", "visit", "type", "click"
+})
+"""Imperative verbs of tools that change something outside the agent (or reach someone)."""
+
+NOUN_VERBS = frozenset({
+    "email", "message", "text", "call", "comment", "like", "post", "order", "issue", "tag", "mark", "link",
+    "run", "start", "book", "schedule", "reply", "change", "store", "set", "close", "block", "note", "file",
+    "lock", "trade", "ship", "request", "print", "type", "control", "sign", "vote", "bid"
+})
+"""Words that are verbs first in ``email_user`` but nouns first in ``email_search``."""
+
+READ_VERBS = frozenset({
+    "get", "read", "list", "search", "find", "fetch", "lookup", "look", "query", "check", "view", "show",
+    "retrieve", "describe", "count", "calculate", "compute", "browse", "download", "load", "open", "inspect",
+    "scan", "verify", "validate", "estimate", "summarize", "summarise", "explain", "think", "recall", "resolve",
+    "convert", "translate", "parse", "extract", "analyze", "analyse", "compare", "preview", "peek", "select",
+    "filter", "sort", "rank", "locate", "detect", "identify", "measure"
+})
+"""Imperative verbs of tools that only read (a plain read is never privileged by its arguments alone)."""
+
+THIRD_PARTY_NOUNS = frozenset({
+    "message", "messages", "msg", "msgs", "mail", "mails", "email", "emails", "inbox", "chat", "chats",
+    "channel_messages", "thread", "threads", "conversation", "conversations", "comment", "comments", "review",
+    "reviews", "feedback", "post", "posts", "tweet", "tweets", "web", "webpage", "webpages", "page", "pages",
+    "site", "website", "url", "html", "article", "articles", "news", "feed", "feeds", "file", "files",
+    "document", "documents", "doc", "docs", "note", "notes", "ticket", "tickets", "forum", "discussion",
+    "discussions", "reply", "replies", "submission", "submissions", "letter", "letters", "attachment",
+    "attachments", "wiki"
+})
+"""Nouns of things other people write; a read tool named after one returns their text."""
+
+WRITE_PARAMS = frozenset({
+    "recipient", "recipients", "to", "cc", "bcc", "amount", "password", "payee", "body", "content", "message",
+    "text"
+})
+"""Parameter names only a tool that sends, pays or writes takes."""
+
+URL_PARAMS = frozenset({"url", "uri", "link", "href", "endpoint", "webhook"})
+
+_EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+")
+_ACCOUNT = re.compile(r"\b[A-Z]{2}\d{2}[A-Z0-9]{10,30}\b")
+_URL = re.compile(r"(?:\b[a-z][a-z0-9+.\-]*://|\bwww\d?\.)[^\s\"'<>]+", re.IGNORECASE)
+_MARKUP = re.compile(r"<(?:[a-zA-Z][a-zA-Z0-9]*)(?:\s[^<>]*)?/?>|</[a-zA-Z][a-zA-Z0-9]*>|\]\(https?://")
+_END = re.compile(r"[.!?](?=\s|$|[\"')\]])")
+"""A sentence's end: a stop followed by a space, the end, or a closing quote (``evil.example`` is not one)."""
+_WORD = re.compile(r"[^\W\d_]{2,}")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SPLIT = re.compile(r"[^A-Za-z0-9]+")
+
+SENTENCE_WORDS = 5
+"""A sentence: at least this many words ending in ``.``, ``!`` or ``?``, some of them in lower case."""
+MAX_SCANNED = 20_000
+"""Characters of a result read for sentences and markup (the rest is not looked at)."""
+
+
+def words(name: str) -> list[str]:
+    """A tool name's words, lower case: ``sendMoney`` / ``send_money`` / ``send-money`` -> send, money."""
+    return [w.lower() for part in _SPLIT.split(name) for w in _CAMEL.split(part) if w]
+
+
+def _stem(word: str) -> str:
+    """A description's verb in its imperative form: Sends -> send, Creates -> create, Searches -> search."""
+    word = word.lower()
+    for suffix, cut in (("ches", 2), ("shes", 2), ("sses", 2), ("ies", 3), ("s", 1)):
+        if word.endswith(suffix) and len(word) > len(suffix) + 2:
+            return word[: -cut] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def name_verbs(name: str) -> tuple[str | None, str | None]:
+    """(the acting verb, the reading verb) that the name is built on, either None: the first word that is
+    a verb decides (``send_email``, ``contact_lookup``), except that a word that is as often a noun gives
+    way to a later plain verb (``email_search`` reads; ``smart_lock_unlock`` unlocks; ``post_comment`` posts)."""
+    verbs = [w for w in words(name) if w in ACT_VERBS or w in READ_VERBS]
+    while len(verbs) > 1 and verbs[0] in NOUN_VERBS and any(w not in NOUN_VERBS for w in verbs[1:]):
+        verbs = verbs[1:]
+    if not verbs:
+        return None, None
+    return (verbs[0], None) if verbs[0] in ACT_VERBS else (None, verbs[0])
+
+
+def is_handoff(name: str) -> bool:
+    """A framework's hand-over to another agent (``transfer_to_billing_agent``, ``handoff``): it moves the
+    conversation inside the system, so it neither acts outside nor returns anyone else's text."""
+    ws = words(name)
+    return bool({"handoff", "handover"} & set(ws)) or (bool(ws) and ws[0] == "transfer" and bool({"agent", "agents"} & set(ws)))
+
+
+_FILLER = frozenset({"this", "tool", "function", "use", "used", "to", "will", "can", "the", "a", "an", "allows",
+                     "allow", "lets", "let", "you", "agent", "assistant", "user", "it", "helps", "help", "that",
+                     "which", "is", "for", "call", "when", "want", "need", "needed", "please"})
+"""Words a description may open with before its verb: "Use this tool to send ...", "Allows the agent to book ..."."""
+
+
+def description_verb(description: str) -> tuple[str | None, str | None]:
+    """(acting verb, reading verb) that opens a description ("Sends an e-mail ...", "Use this to search ...",
+    "Returns ..."): the first of its first eight words that is not filler."""
+    for m in list(_WORD.finditer((description or "")[:200]))[:8]:
+        word = m[0].lower()
+        if word in _FILLER:
+            continue
+        verb = _stem(word)
+        if verb in ACT_VERBS:
+            return verb, None
+        return None, (verb if verb in READ_VERBS or verb in {"return", "give", "provide"} else None)
+    return None, None
+
+
+def nouns(text: str) -> list[str]:
+    """The third-party nouns among a name's (or description's) words."""
+    return sorted({w for w in words(text) if w in THIRD_PARTY_NOUNS})
+
+
+def argument_shapes(args: dict[str, Any]) -> set[str]:
+    """What a call's arguments carry: ``address``, ``account``, ``url``, and ``param:NAME`` for a write's
+    parameter name that is set."""
+    out: set[str] = set()
+    for key, value in _leaves(args, "", 0):
+        last = words(key)[-1] if words(key) else ""
+        if last in URL_PARAMS or key.lower() in URL_PARAMS:
+            out.add("url")
+        if key.lower() in WRITE_PARAMS and value not in ("", None, [], {}):
+            out.add(f"param:{key.lower()}")
+        if isinstance(value, str) and value:
+            text = value[:2000]
+            if _EMAIL.search(text):
+                out.add("address")
+            if _ACCOUNT.search(text):
+                out.add("account")
+            if _URL.search(text) and (last in URL_PARAMS or _URL.fullmatch(text.strip())):
+                out.add("url")
+    return out
+
+
+def _leaves(value: Any, key: str, depth: int) -> Iterable[tuple[str, Any]]:
+    if depth > 6:
+        return
+    if isinstance(value, dict):
+        for k, v in list(value.items())[:64]:
+            yield from _leaves(v, str(k), depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for v in value[:64]:
+            yield from _leaves(v, key, depth + 1)
+    else:
+        yield key, value
+
+
+def is_sentence_text(text: str) -> bool:
+    """The text holds a sentence someone wrote: SENTENCE_WORDS words or more ending in . ! or ?, at least
+    two of them starting in lower case (a list of names or a title is not one)."""
+    return skeleton(text) is not None
+
+
+def skeleton(text: str) -> str | None:
+    """The first sentence's lower-case words (``for from to has been made``), or None when the text holds
+    no sentence. A template a system fills in ("Reservation for X from D1 to D2 has been made.") keeps
+    its skeleton across results; text that people write does not."""
+    text, start = text[:MAX_SCANNED], 0
+    for m in _END.finditer(text):
+        found = _WORD.findall(text, start, m.start())
+        start = m.end()
+        lower = [w for w in found if w[0].islower()]
+        if len(found) >= SENTENCE_WORDS and len(lower) >= 2:
+            return " ".join(lower[:12])
+    return None
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one result looks like."""
+
+    sentences: bool
+    markup: bool
+    named: frozenset[str]
+    """The field names holding sentences."""
+    structured: bool
+    """Every sentence sits in a named field."""
+    skeletons: frozenset[int]
+    """A checksum of each sentence-bearing field's skeleton (at most MAX_SKELETONS)."""
+
+
+MAX_SKELETONS = 8
+
+
+def result_shape(result: str) -> Shape:
+    markup = _MARKUP.search(result[:MAX_SCANNED]) is not None
+    named: set[str] = set()
+    skeletons: set[int] = set()
+    whole = False
+    for f in fields(result[:MAX_SCANNED]):
+        if not f.prose or (found := skeleton(f.text)) is None:
+            continue
+        if len(skeletons) < MAX_SKELETONS:
+            skeletons.add(zlib.crc32(found.encode("utf-8", "replace")))
+        if f.name and f.path:
+            named.add(f.name)
+        else:
+            whole = True
+    return Shape(bool(named) or whole, markup, frozenset(sorted(named)[:32]), bool(named) and not whole,
+                 frozenset(skeletons))

@@ -1,0 +1,178 @@
+"""One run over several traces of a file (adapters/otlp/runs.py). Each trace was graded alone or refused:
+AutoGen's runtime tracing ties a run's traces only by span links, a hand-off may start a trace per agent,
+and a chat front end may start one per user turn of a conversation. Traces here are made by the real
+OpenTelemetry SDK (new root contexts, ``Link``s, the OTLP encoder) and read back as files are."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from opentelemetry.context import Context
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Link, set_span_in_context
+
+from luckrate.adapters.otlp import read_otlp
+from luckrate.adapters.otlp import runs as grouping
+from luckrate.cli import main
+from luckrate.core.grade import grade
+from luckrate.core.spec import Spec
+
+
+class Recorder:
+    """A tracer whose spans get increasing timestamps (1 ms apart), so start order is the script's."""
+
+    def __init__(self) -> None:
+        self.exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.tracer = provider.get_tracer("agent-runtime")
+        self.now = 1_700_000_000_000_000_000
+
+    def tick(self) -> int:
+        self.now += 1_000_000
+        return self.now
+
+    def root(self, name: str, links=(), **attributes):
+        """A span starting a trace of its own."""
+        return self.tracer.start_span(name, context=Context(), links=list(links), attributes=attributes,
+                                      start_time=self.tick())
+
+    def agent(self, name: str, links=(), **attributes):
+        return self.root(f"invoke_agent {name}", links, **{"gen_ai.operation.name": "invoke_agent",
+                                                           "gen_ai.agent.name": name, **attributes})
+
+    def tool(self, parent, name: str, args: dict | None = None):
+        span = self.tracer.start_span(f"execute_tool {name}", context=set_span_in_context(parent),
+                                      start_time=self.tick(), attributes={
+                                          "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                                          "gen_ai.tool.call.arguments": json.dumps(args or {"order_id": "ORD-1"})})
+        span.end(end_time=self.tick())
+
+    def end(self, *spans) -> None:
+        for span in spans:
+            span.end(end_time=self.tick())
+
+    def file(self) -> bytes:
+        return encode_spans(self.exporter.get_finished_spans()).SerializeToString()
+
+
+def linked_run(rec: Recorder, cycle: bool = False, missing: bool = False) -> None:
+    """AutoGen-like: the agent's trace, then a delivery trace linked to it that runs a tool, plus a
+    one-span create_agent trace the agent's trace links to; an HTTP request's trace beside them."""
+    create = rec.root("create_agent support_agent", **{"gen_ai.operation.name": "create_agent"})
+    rec.end(create)
+    agent = rec.agent("support_agent", links=[Link(create.get_span_context())])
+    rec.tool(agent, "lookup_order")
+    rec.end(agent)
+    extra = [Link(agent.get_span_context())]
+    if missing:
+        ghost = rec.root("never exported")  # started, never ended: its trace never arrives
+        extra.append(Link(ghost.get_span_context()))
+    delivery = rec.root("autogen process support_agent", links=extra)
+    rec.tool(delivery, "delete_account", {"user_id": "u1"})
+    if cycle:  # the agent's trace links back to the delivery: a cycle of links
+        back = rec.tracer.start_span("autogen ack", context=set_span_in_context(agent),
+                                     links=[Link(delivery.get_span_context())], start_time=rec.tick())
+        rec.end(back)
+    rec.end(delivery)
+    http = rec.root("GET /health", **{"http.request.method": "GET"})
+    rec.end(http)
+
+
+def test_traces_tied_by_links_are_one_run():
+    rec = Recorder()
+    linked_run(rec)
+    runs = read_otlp(rec.file(), "f")
+    [traj] = runs
+    assert [(s.tool, s.agent) for s in traj.steps] == [("lookup_order", "support_agent"),
+                                                      ("delete_account", "support_agent")]
+    assert runs.assembly == {"traces_joined": 2}
+    assert len(runs.skipped) == 1  # the HTTP trace
+
+
+def test_each_trace_alone_when_asked():
+    rec = Recorder()
+    linked_run(rec)
+    runs = read_otlp(rec.file(), "f", runs_by="trace")
+    assert [[s.tool for s in t.steps] for t in runs] == [["lookup_order"], ["delete_account"]]
+    assert runs[1].steps[0].agent is None  # the delivery trace alone names no agent
+    assert len(runs.skipped) == 2 and runs.assembly == {}
+
+
+@pytest.mark.parametrize("cycle, missing, counts", [
+    (True, False, {"traces_joined": 2}),
+    (False, True, {"traces_joined": 2, "links_missing": 1}),
+    (True, True, {"traces_joined": 2, "links_missing": 1}),
+], ids=["a cycle of links", "a link to a trace that never arrives", "both"])
+def test_bad_links_are_counted_never_a_crash(cycle, missing, counts):
+    rec = Recorder()
+    linked_run(rec, cycle=cycle, missing=missing)
+    runs = read_otlp(rec.file(), "f")
+    [traj] = runs
+    assert [s.tool for s in traj.steps] == ["lookup_order", "delete_account"]
+    assert runs.assembly == counts
+
+
+CONFIRM = Spec.from_dict({"tools": ["get", "cancel"], "confirm": ["cancel"]})
+
+
+def conversation(rec: Recorder, conversation_id: str, turns: list[tuple[str, str | None, list[str]]]) -> None:
+    """One trace per user turn: (user text, the agent's reply or None, tools called), tied only by
+    gen_ai.conversation.id; messages as GenAI ≤1.36 events on the agent span."""
+    for user, reply, tools in turns:
+        agent = rec.agent("support_agent", **{"gen_ai.conversation.id": conversation_id})
+        agent.add_event("gen_ai.user.message", {"content": user}, timestamp=rec.tick())
+        for name in tools:
+            rec.tool(agent, name, {"id": "R-1"})
+        if reply is not None:
+            agent.add_event("gen_ai.assistant.message", {"content": reply}, timestamp=rec.tick())
+        rec.end(agent)
+
+
+TURNS = [("cancel R-1", "R-1 is refundable. Cancel it?", ["get"]), ("yes", "Done.", ["cancel"])]
+
+
+def test_a_conversation_over_traces_is_one_run_when_asked():
+    rec = Recorder()
+    conversation(rec, "c1", TURNS)
+    conversation(rec, "c2", [("hello", "Hi!", [])])
+    by_trace = read_otlp(rec.file(), "f")  # the default follows links only: three runs
+    assert len(by_trace) == 3
+    # Alone, the second turn's "yes" answers nothing, and R-1 comes from nowhere.
+    assert [v.check for v in grade(by_trace[1], CONFIRM).violations] == ["confirm", "ungrounded"]
+    runs = read_otlp(rec.file(), "f", runs_by="conversation")
+    assert [[s.tool for s in t.steps] for t in runs] == [["get", "cancel"], []]
+    assert [(m.role, m.text) for m in runs[0].messages] == [
+        ("user", "cancel R-1"), ("agent", "R-1 is refundable. Cancel it?"), ("user", "yes"), ("agent", "Done.")]
+    assert grade(runs[0], CONFIRM).violations == ()
+    assert runs.assembly == {"traces_joined": 1}
+
+
+def test_a_conversation_that_never_ends_is_bounded(monkeypatch):
+    monkeypatch.setattr(grouping, "MAX_TRACES_PER_RUN", 3)
+    rec = Recorder()
+    conversation(rec, "c1", [(f"turn {i}", "ok", ["get"]) for i in range(7)])
+    runs = read_otlp(rec.file(), "f", runs_by="conversation")
+    assert [len(t.steps) for t in runs] == [3, 3, 1]
+    assert runs.assembly == {"traces_joined": 6, "runs_split": 2}
+
+
+def test_cli_counts_the_assembly(tmp_path, capsys):
+    rec = Recorder()
+    linked_run(rec, missing=True)
+    path = tmp_path / "day.otlp"
+    path.write_bytes(rec.file())
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"tools": ["lookup_order", "delete_account"]}))
+    assert main(["grade", "--spec", str(spec), "--format", "otlp", "--json", str(path)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(report["runs"]) == 1
+    assert report["assembly"] == {"traces_joined": 2, "links_missing": 1}
+    assert main(["grade", "--spec", str(spec), "--format", "otlp", "--runs-by", "trace", str(path)]) == 0
+    assert "Runs across traces" not in capsys.readouterr().out
+    assert main(["grade", "--spec", str(spec), "--runs-by", "trace", str(path)]) == 2
+    assert "--runs-by applies to OTLP input" in capsys.readouterr().err

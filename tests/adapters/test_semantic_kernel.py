@@ -1,0 +1,88 @@
+"""Semantic Kernel's built-in diagnostics (tests/testdata/semantic-kernel: real ChatCompletionAgent runs on
+a scripted chat service). Two things in its records decide what can be graded, and are pinned here:
+
+- A tool span names the function as the model calls it, qualified by its plugin (``orders-send_email``):
+  a spec names SK tools that way, or ``privileged``/``untrusted`` name nothing that ran and taint is missed.
+- The agent span records the user's input only when ``get_response`` gets the messages positionally
+  (its tracer reads ``args[1]``): with ``messages=...`` it records ``[]``, the chat spans hold no content
+  (SK logs it as OTel log records), and grounding and taint have no user input to judge by: they are
+  reported skipped, not passed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from luckrate.adapters.otlp import read_otlp
+from luckrate.core.grade import grade
+from luckrate.core.spec import Spec
+from tests.scenarios import SCENARIOS
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "testdata" / "semantic-kernel"
+PLUGIN = "orders-"
+
+
+def _qualified(value):
+    from tests.scenarios import POLICY_TOOLS
+
+    if isinstance(value, str) and value in POLICY_TOOLS:
+        return PLUGIN + value
+    if isinstance(value, list):
+        return [_qualified(v) for v in value]
+    if isinstance(value, dict):
+        return {_qualified(k): _qualified(v) for k, v in value.items()}
+    return value
+
+
+def _spec() -> Spec:
+    namespace: dict = {}
+    exec((ROOT / "examples" / "spec.py").read_text(), namespace)  # the example spec, trusted config
+    return Spec.from_dict(_qualified(json.loads(json.dumps(namespace["SPEC"]))))
+
+
+SPEC = _spec()
+
+
+def _read(name: str):
+    path = DATA / f"{name}.semantic-kernel.otlp"
+    [traj] = read_otlp(path.read_bytes(), str(path))
+    return traj
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_same_verdict_with_plugin_qualified_names(scenario):
+    traj = _read(scenario.name)
+    assert (traj.agent, traj.input, traj.content) == ("support_agent", scenario.user, True)
+    assert [(s.tool, s.args, s.result, s.call_id) for s in traj.steps] == [
+        (PLUGIN + c.tool, c.args, c.result, f"call_{i}_{n}")
+        for i, turn in enumerate(scenario.turns) for n, c in enumerate(turn)]
+    found = {(v.check, v.tool.removeprefix(PLUGIN)) for v in grade(traj, SPEC).violations}
+    assert found == scenario.expected
+
+
+def test_input_passed_by_keyword_is_not_recorded_and_taint_is_skipped():
+    traj = _read("injected-keyword")
+    assert traj.input == "" and traj.content is True
+    g = grade(traj, SPEC)
+    assert "taint" not in {v.check for v in g.violations}
+    assert any(s.startswith("taint (") for s in g.skipped), g.skipped
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_content_off_keeps_every_step(scenario):
+    traj = _read(f"{scenario.name}.nocontent")
+    assert traj.content is False
+    assert [s.tool for s in traj.steps] == [PLUGIN + c.tool for c in scenario.calls]
+
+
+def test_the_agent_span_holds_the_conversation():
+    # No chat span holds messages (they are log records): the agent span's input and reply are read the
+    # way a model call's are, so confirm can run.
+    traj = _read("injected")
+    assert [(m.role, m.text, m.before_step) for m in traj.messages] == [
+        ("user", SCENARIOS[2].user, 0), ("agent", SCENARIOS[2].answer, 3)]
+    assert not any(s.startswith("confirm") for s in grade(traj, SPEC).skipped)
