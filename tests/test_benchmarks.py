@@ -58,6 +58,19 @@ def test_throughput_rows_carry_a_ratio_to_the_null_receiver(output: str) -> None
     assert ("met" in graded) or ("MISSED" in graded)
 
 
+def test_the_write_ahead_log_benchmark_measures_every_figure() -> None:
+    """benchmarks/wal.py --quick (about 15 s): a row per sync policy and the replay line, all measured."""
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "wal.py"), "--quick"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {ln.split("|")[1].strip(): ln for ln in done.stdout.splitlines() if ln.startswith("| ") and "---" not in ln}
+    assert set(rows) == {"`--wal`", "off", "interval", "request"}
+    for mode in ("off", "interval", "request"):
+        cells = [c.strip() for c in rows[mode].split("|")[1:-1]]
+        assert "—" not in cells and float(cells[1].replace(",", "")) > 0, rows[mode]
+    assert "spans/s read back and handed to grading" in done.stdout
+
+
 def test_the_logs_path_benchmark_runs_and_prints_every_figure() -> None:
     """benchmarks/logs_path.py on one round of one copy: every form measured, both ratios printed."""
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "logs_path.py"), "--rounds", "1",

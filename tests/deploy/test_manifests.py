@@ -147,3 +147,28 @@ def _configmap_config(objs: dict, tmp_path: Path):
 def test_kustomization_lists_every_manifest() -> None:
     listed = set(yaml.safe_load((K8S / "kustomization.yaml").read_text())["resources"])
     assert listed == {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml"}
+
+
+def _bytes(quantity: str) -> int:
+    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+    return int(quantity[:-2]) * units[quantity[-2:]] if quantity[-2:] in units else int(quantity)
+
+
+def test_k8s_turns_the_write_ahead_log_on_within_a_writable_volume(tmp_path: Path) -> None:
+    objs = _k8s()
+    cfg = _configmap_config(objs, tmp_path)
+    pod = objs["Deployment/luckrate"]["spec"]["template"]["spec"]
+    mounts = {m["mountPath"]: m for m in pod["containers"][0]["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    (mount,) = [m for path, m in mounts.items() if cfg.wal_dir.startswith(path.rstrip("/") + "/")]
+    assert not mount.get("readOnly")
+    limit = _bytes(volumes[mount["name"]]["emptyDir"]["sizeLimit"])
+    assert cfg.wal_max_bytes < limit  # over its sizeLimit an emptyDir gets the pod evicted
+
+
+def test_compose_turns_the_write_ahead_log_on_in_its_volume() -> None:
+    svc = _compose()["services"]["luckrate"]
+    wal = _flag(svc["command"], "--wal")
+    assert any(wal.startswith(v.split(":")[1] + "/") for v in svc["volumes"] if not v.startswith("."))
+    # The rest of the command is the image's own.
+    assert svc["command"][:len(_dockerfile_cmd())] == _dockerfile_cmd()

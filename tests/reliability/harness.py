@@ -59,7 +59,7 @@ def settled(server: Server) -> dict:
     """Poll /metrics until nothing is buffered and every accepted span is assembled or dropped (counted)."""
     def done():
         s = server.scrape()
-        accepted = total(s, "luckrate_spans_accepted_total")
+        accepted = total(s, "luckrate_spans_accepted_total") + total(s, "luckrate_spans_replayed_total")
         handled = sum(total(s, f"luckrate_spans_{k}_total") for k in ("assembled", "duplicate", "late", "lost"))
         traces = total(s, "luckrate_traces_completed_total")
         outcomes = sum(total(s, n) for n in ("luckrate_runs_total", "luckrate_traces_ungraded_total",
@@ -73,9 +73,10 @@ def identity(s: dict) -> dict[str, float]:
     """Assert the accounting identities exactly; return the terms (for the report)."""
     terms = {k: total(s, f"luckrate_{k}_total") for k in (
         "spans_received", "spans_accepted", "spans_rejected", "spans_assembled", "spans_duplicate", "spans_late",
-        "spans_lost", "traces_completed", "runs", "traces_ungraded", "grade_errors")}
+        "spans_lost", "spans_replayed", "traces_completed", "runs", "traces_ungraded", "grade_errors")}
     assert terms["spans_received"] == terms["spans_accepted"] + terms["spans_rejected"], terms
-    assert terms["spans_accepted"] == (terms["spans_assembled"] + terms["spans_duplicate"] + terms["spans_late"]
+    # spans_replayed: accepted before a restart, read back from the write-ahead log (0 without --wal).
+    assert terms["spans_accepted"] + terms["spans_replayed"] == (terms["spans_assembled"] + terms["spans_duplicate"] + terms["spans_late"]
                                        + terms["spans_lost"]), terms
     assert terms["traces_completed"] == terms["runs"] + terms["traces_ungraded"] + terms["grade_errors"], terms
     return terms

@@ -179,10 +179,11 @@ def final_identity(final: dict) -> dict:
         return sum(v for (n, _), v in final.items() if n == name)
 
     terms = {k: t(f"luckrate.{k}") for k in ("spans.received", "spans.accepted", "spans.rejected", "spans.assembled",
-                                              "spans.duplicate", "spans.late", "spans.lost", "traces.completed",
-                                              "runs", "traces.ungraded", "grade.errors", "traces.active")}
+                                              "spans.duplicate", "spans.late", "spans.lost", "spans.replayed",
+                                              "traces.completed", "runs", "traces.ungraded", "grade.errors",
+                                              "traces.active")}
     assert terms["spans.received"] == terms["spans.accepted"] + terms["spans.rejected"], terms
-    assert terms["spans.accepted"] == (terms["spans.assembled"] + terms["spans.duplicate"] + terms["spans.late"]
+    assert terms["spans.accepted"] + terms["spans.replayed"] == (terms["spans.assembled"] + terms["spans.duplicate"] + terms["spans.late"]
                                        + terms["spans.lost"]), terms
     assert terms["traces.completed"] == terms["runs"] + terms["traces.ungraded"] + terms["grade.errors"], terms
     assert terms["traces.active"] == 0, terms

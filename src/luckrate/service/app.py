@@ -34,7 +34,8 @@ from luckrate.service.security import grpc_credentials, http_context
 from luckrate.service.tally import Tally, apply
 from luckrate.service.telemetry import Labels, Telemetry
 from luckrate.service.verdict_events import VerdictEvents, check_verdict_events, verdict_events
-from luckrate.service.worker import VerdictLog, Worker
+from luckrate.service.wal import LogUnusable, WriteAheadLog
+from luckrate.service.worker import HeldVerdicts, VerdictLog, Worker
 from luckrate.service.workers import PoolBudget, WorkerPool
 
 log = logging.getLogger("luckrate.service")
@@ -71,6 +72,11 @@ _FLAGS = (
     ("--max-agents", "max_agents", int, "with one SPEC: distinct agent labels before 'other' (default 20)"),
     ("--shutdown-timeout", "shutdown_timeout", float, "seconds to drain on SIGTERM (default 30)"),
     ("--workers", "workers", str, "grading processes: N, or auto for every core this process may use (default auto)"),
+    ("--wal", "wal_dir", str, "write-ahead log directory: accepted requests survive kill -9 and are replayed at start"),
+    ("--wal-sync", "wal_sync", str, "with --wal: sync to disk every interval (default) or every request"),
+    ("--wal-sync-interval", "wal_sync_interval", float, "with --wal-sync interval: seconds between syncs (default 1)"),
+    ("--wal-max-bytes", "wal_max_bytes", int, "with --wal: most bytes the log holds; when full, requests are refused "
+                                              "with a retryable answer (default 1 GiB)"),
     ("--tls-cert", "tls_cert", str, "PEM certificate chain (TLS on both receivers)"),
     ("--tls-key", "tls_key", str, "PEM private key"),
     ("--tls-client-ca", "tls_client_ca", str, "PEM CA: require client certificates (mutual TLS)"),
@@ -128,11 +134,14 @@ class Service:
     receivers: list
     metrics: MetricsServer | None
     events: VerdictEvents | None = None
+    wal: WriteAheadLog | None = None
 
     def start(self) -> None:
         if self.metrics is not None:
             self.metrics.start()
         self.grading.start()
+        if self.wal is not None:  # before the receivers: what was acknowledged before a restart goes first
+            replay(self.wal, self.intake)
         for r in self.receivers:
             r.start()
 
@@ -152,6 +161,8 @@ class Service:
         done = self.grading.stop(max(0.1, deadline - time.monotonic()))
         if self.events is not None:  # after grading (its last verdicts), before metrics (its drop count)
             self.events.shutdown(max(0.1, deadline - time.monotonic()))
+        if self.wal is not None:  # after grading: its last marks empty the log
+            self.wal.close()
         self.telemetry.shutdown(max(1.0, deadline - time.monotonic()))
         if self.metrics is not None:
             self.metrics.shutdown()
@@ -170,28 +181,38 @@ def build(cfg: ServiceConfig, specs) -> Service:
         readers.append(_otlp_reader(cfg))
     telemetry = Telemetry(readers, Labels(specs, cfg.max_agents))
     events = None
-    if (n := worker_count(cfg)) > 1:
+    n = worker_count(cfg)
+    wal = open_wal(cfg, telemetry.add, owners=n) if cfg.wal_dir else None
+    if n > 1:
         check_verdict_events(cfg)  # each grading process exports its own log events; fail here, not there
         budget = PoolBudget(cfg.max_buffered_spans, max_backlog=4 * cfg.max_request_bytes)
-        grading = budget.pool = WorkerPool(cfg, n, telemetry, budget)
+        grading = budget.pool = WorkerPool(cfg, n, telemetry, budget, wal=wal)
         intake = Intake(grading.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute,
-                        owners=n, prepare=grading.prepare, submit_logs=grading.submit_logs,
+                        owners=n, prepare=grading.prepare, wal=wal, submit_logs=grading.submit_logs,
                         prepare_logs=grading.prepare_logs)
+        grading.replay = intake.replay
     else:
         budget = SpanBudget(cfg.max_buffered_spans)
         rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation,
                           threshold=cfg.output_threshold)
         events = verdict_events(cfg, telemetry.add) if cfg.otlp_logs else None
         tally = Tally()  # the grader thread counts in plain dicts; the SDK sees a sum every tally.REPORT_EVERY s
+        verdicts = VerdictLog(cfg.verdict_log, cfg.verdict_log_all) if cfg.verdict_log else None
+        held = HeldVerdicts(verdicts, wal.settle) if wal is not None else None  # lines, then their marks
+
+        def flush() -> None:
+            apply(tally.cut([]), telemetry)
+            if held is not None:
+                held.flush()
+
         worker = Worker(specs, lambda spans: trajectory_from_spans(spans, rule), tally, release=budget.release,
-                        verdict_log=VerdictLog(cfg.verdict_log, cfg.verdict_log_all) if cfg.verdict_log else None,
-                        events=events,
-                        flush=lambda: apply(tally.cut([]), telemetry))
+                        verdict_log=(held if held is not None else verdicts) if verdicts else None,
+                        events=events, flush=flush, settled=held.add if held is not None else None)
         limits = Limits.from_config(cfg)
         loop = AssemblerLoop(Assembler(worker.submit, limits=limits, count=telemetry.add, release=budget.release),
                              tick=limits.bucket)
         grading = InProcess(loop, worker)
-        intake = Intake(loop.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute,
+        intake = Intake(loop.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute, wal=wal,
                         submit_logs=loop.submit_logs)
     common = dict(max_request_bytes=cfg.max_request_bytes, retry_after=cfg.retry_after, token=cfg.bearer_token)
     receivers = []
@@ -203,7 +224,31 @@ def build(cfg: ServiceConfig, specs) -> Service:
                                       request_timeout=cfg.http_request_timeout, idle_timeout=cfg.http_idle_timeout,
                                       **common))
     metrics = MetricsServer(cfg.prometheus, prom) if prom is not None else None
-    return Service(cfg, telemetry, budget, grading, intake, receivers, metrics, events)
+    return Service(cfg, telemetry, budget, grading, intake, receivers, metrics, events, wal)
+
+
+def open_wal(cfg: ServiceConfig, count, owners: int) -> WriteAheadLog:
+    """The write-ahead log, its directory checked and locked; InvalidConfig (exit 2) when it is unusable."""
+    # A trace is graded within max_trace_age of its first span (and a replayed one within that of the
+    # restart), so twice that, plus the drain, is when whatever a segment still holds can only be a leak.
+    wal = WriteAheadLog(cfg.wal_dir, max_bytes=cfg.wal_max_bytes, sync=cfg.wal_sync,
+                        sync_interval=cfg.wal_sync_interval, memory=cfg.late_memory * owners,
+                        stale_after=2 * cfg.max_trace_age + cfg.shutdown_timeout, count=count)
+    try:
+        wal.open()
+    except LogUnusable as e:
+        raise InvalidConfig("wal", [("wal_dir", str(e))]) from None
+    return wal
+
+
+def replay(wal: WriteAheadLog, intake: Intake) -> None:
+    """Hand what the log holds back to grading, then start syncing."""
+    done = wal.replay(intake.replay)
+    wal.start()
+    if done.records or done.damaged:
+        log.info("write-ahead log: replayed %d span(s) of %d trace(s) from %d request(s) in %.3f s "
+                 "(%d request(s) already graded, %d damaged record(s))", done.spans, done.traces, done.records,
+                 done.seconds, done.skipped, done.damaged)
 
 
 def _otlp_reader(cfg: ServiceConfig):

@@ -118,6 +118,11 @@ class SpanBudget:
         with self._lock:
             self._used = max(0, self._used - n)
 
+    def reserve(self, n: int) -> None:
+        """Take ``n`` whatever the limit: spans acknowledged before a restart, read back from the log."""
+        with self._lock:
+            self._used += n
+
 
 SCAN_SPANS = 16
 """Up to this many spans, a trace finds a duplicate by comparing span ids one by one (in C); beyond, it keeps

@@ -102,6 +102,16 @@ class ServiceConfig:
     workers: int | str = "auto"
     """Grading processes: a positive integer, or ``"auto"`` for the cores this process may run on
     (``os.sched_getaffinity``). 1 grades in the receiving process itself."""
+    wal_dir: str | None = None
+    """Write-ahead log directory: every accepted request is written there before the OK and replayed at
+    start, so a killed process loses nothing acknowledged. None = no log."""
+    wal_sync: str = "interval"
+    """When the log is synced to disk: ``interval`` (every ``wal_sync_interval`` seconds) or ``request``
+    (before each OK). Either way a request is in the kernel before its OK."""
+    wal_sync_interval: float = 1.0
+    """With ``wal_sync = "interval"``: seconds between syncs, the most a power loss can take."""
+    wal_max_bytes: int = 1024 * MIB
+    """Most bytes the log may hold; when full, requests are refused with a retryable answer and counted."""
     tls_cert: str | None = None
     """PEM certificate chain; with ``tls_key`` both receivers serve TLS."""
     tls_key: str | None = None
@@ -117,14 +127,14 @@ _NOT_KEYS = frozenset({"bearer_token"})
 KEYS = tuple(f.name for f in fields(ServiceConfig) if f.name not in _NOT_KEYS)
 _ENDPOINTS = ("grpc", "http", "prometheus")
 _POSITIVE_FLOATS = ("root_grace", "idle_timeout", "max_trace_age", "shutdown_timeout", "otlp_metrics_interval",
-                    "http_request_timeout", "http_idle_timeout")
+                    "http_request_timeout", "http_idle_timeout", "wal_sync_interval")
 _POSITIVE_INTS = ("max_spans_per_trace", "max_buffered_spans", "max_request_bytes", "max_agents", "late_memory",
-                  "retry_after", "http_max_connections")
+                  "retry_after", "http_max_connections", "wal_max_bytes")
 _STRINGS = ("spec", "output_attribute")
-_CHOICES = {"verdict_events": ("violations", "all")}
+_CHOICES = {"verdict_events": ("violations", "all"), "wal_sync": ("interval", "request")}
 _BOOLS = ("verdict_log_all",)
 _OPTIONAL_STRINGS = ("otlp_metrics", "otlp_logs", "output_evaluation", "verdict_log", "tls_cert", "tls_key",
-                     "tls_client_ca", "bearer_token_file")
+                     "tls_client_ca", "bearer_token_file", "wal_dir")
 
 
 def parse_endpoint(text: str) -> Endpoint | None:
@@ -269,6 +279,10 @@ def finalize(cfg: ServiceConfig, source: str = "", env: Mapping[str, str] | None
             problems.append((key, f"expected an http(s) URL, got {url!r}"))
     if cfg.verdict_log_all and not cfg.verdict_log:
         problems.append(("verdict_log_all", "needs verdict_log, the file to write (--verdict-log FILE)"))
+    if not cfg.wal_dir:
+        for key in ("wal_sync", "wal_sync_interval", "wal_max_bytes"):
+            if getattr(cfg, key) != getattr(ServiceConfig, key):
+                problems.append((key, "needs wal_dir, the log's directory (--wal DIR)"))
     if cfg.grpc is None and cfg.http is None:
         problems.append(("grpc", "both receivers are off: nothing would receive spans"))
     token = _token(cfg, env, problems)

@@ -70,7 +70,8 @@ def worker_main(cfg: ServiceConfig, index: int, inbox, outbox, log_level: int = 
                       threshold=cfg.output_threshold)
     events = verdict_events(cfg, tally.add) if cfg.otlp_logs else None  # each grading process exports its own
     worker = Worker(specs, lambda spans: trajectory_from_spans(spans, rule), tally, release=tally.release,
-                    verdict_log=lines if cfg.verdict_log else None, events=events, release_logs=tally.release_records)
+                    verdict_log=lines if cfg.verdict_log else None, events=events,
+                    settled=tally.settle if cfg.wal_dir else None, release_logs=tally.release_records)
     limits = Limits.from_config(cfg)
     clock = _StampedClock()
     assembler = Assembler(worker.handle, limits=limits, clock=clock, count=tally.add, release=tally.release,

@@ -147,10 +147,13 @@ class GrpcReceiver:
         accept = self._intake.accept_logs if logs else self._intake.accept
         outcome = accept(request, "grpc", raw=body)
         if outcome.throttled:
-            details = status.encode_status(status.RESOURCE_EXHAUSTED, outcome.message, self._retry_after)
+            # UNAVAILABLE when the write-ahead log cannot take it: retryable too, and not a full buffer.
+            code, number = ((grpc.StatusCode.UNAVAILABLE, status.UNAVAILABLE) if outcome.unavailable
+                            else (grpc.StatusCode.RESOURCE_EXHAUSTED, status.RESOURCE_EXHAUSTED))
+            details = status.encode_status(number, outcome.message, self._retry_after)
             # RetryInfo twice: in the status details (read by the Collector's Go exporter) and under its
             # own -bin key (read by the OTel Python exporter).
             trailers = (("grpc-status-details-bin", details),
                         ("google.rpc.retryinfo-bin", status.retry_info(self._retry_after)))
-            context.abort_with_status(_Status(grpc.StatusCode.RESOURCE_EXHAUSTED, outcome.message, trailers))
+            context.abort_with_status(_Status(code, outcome.message, trailers))
         return outcome

@@ -254,9 +254,10 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
             request, raw = receiver.decode(body, ctype, encoding, logs)
             accept = receiver.intake.accept_logs if logs else receiver.intake.accept
             outcome = accept(request, "http", raw=raw)
-            if outcome.throttled:
-                raise _Refused(429, status.RESOURCE_EXHAUSTED, outcome.message, None,
-                               (("Retry-After", str(receiver.retry_after)),))
+            if outcome.throttled:  # 503 when the write-ahead log cannot take it, 429 for a full buffer
+                raise _Refused(503 if outcome.unavailable else 429,
+                               UNAVAILABLE if outcome.unavailable else status.RESOURCE_EXHAUSTED, outcome.message,
+                               None, (("Retry-After", str(receiver.retry_after)),))
             return outcome
 
         def _read_body(self, frame: Framing) -> bytes:

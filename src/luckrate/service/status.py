@@ -13,6 +13,7 @@ RETRY_INFO_TYPE = "type.googleapis.com/google.rpc.RetryInfo"
 # gRPC status codes used here (grpc.StatusCode values, as google.rpc.Code numbers).
 INVALID_ARGUMENT = 3
 RESOURCE_EXHAUSTED = 8
+UNAVAILABLE = 14
 UNAUTHENTICATED = 16
 
 

@@ -36,6 +36,8 @@ class Report:
     """The last report: the worker drained its buffer and is exiting."""
     exemplars: dict = field(default_factory=dict)
     """(instrument, attributes) -> (trace id, span id) of the latest increment that carried a graded trace."""
+    traces: list[bytes] = field(default_factory=list)
+    """Trace ids done with (graded or not), for the write-ahead log's marks; empty without one."""
     settled_records: int = 0
     """Log records assembled into graded traces or dropped: their budget is given back too."""
 
@@ -63,6 +65,7 @@ class Tally:
         self.samples: dict[str, list[float]] = {}
         self.exemplars: dict = {}
         self.settled = 0
+        self.traces: list[bytes] = []
         self.settled_records = 0
 
     def add(self, name: str, value: float = 1, *, context=None, **attributes: str) -> None:
@@ -84,15 +87,19 @@ class Tally:
     def release(self, n: int) -> None:
         self.settled += n
 
+    def settle(self, trace_id: bytes) -> None:
+        self.traces.append(trace_id)
+
     def release_records(self, n: int) -> None:
         self.settled_records += n
 
     @property
     def pending(self) -> bool:
-        return bool(self.counts or self.samples or self.settled or self.settled_records)
+        return bool(self.counts or self.samples or self.settled or self.traces or self.settled_records)
 
     def cut(self, lines: list[str], done: bool = False) -> Report:
-        report = Report(self.counts, self.samples, lines, self.settled, done, self.exemplars, self.settled_records)
+        report = Report(self.counts, self.samples, lines, self.settled, done, self.exemplars, traces=self.traces,
+                        settled_records=self.settled_records)
         self._reset()
         return report
 

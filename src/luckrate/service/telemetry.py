@@ -22,6 +22,7 @@ from luckrate.adapters.otlp.logs import LOG_REJECT_REASONS
 from luckrate.core.grade import RunGrade
 from luckrate.core.spec import FALLBACK, Spec
 from luckrate.service.exemplars import latest_reservoir_factory, trace_context
+from luckrate.service.wal_format import DAMAGE_REASONS
 
 OTHER = "other"
 """The label value for anything outside the bounded vocabulary."""
@@ -71,11 +72,14 @@ INSTRUMENTS: tuple[Instrument, ...] = (
     Instrument("luckrate.spans.assembled", "counter", "{span}", "Spans handed to the grader inside completed traces"),
     Instrument("luckrate.spans.lost", "counter", "{span}",
                "Accepted spans lost before grading: the grading process holding them died", ("reason",)),
+    Instrument("luckrate.spans.replayed", "counter", "{span}",
+               "Spans read back from the write-ahead log and buffered again, their traces not yet graded: at start "
+               "(accepted before a restart), or for a grading process that died"),
     Instrument("luckrate.requests.received", "counter", "{request}",
                "Trace export requests decoded, including ones with no spans", ("transport",)),
     Instrument("luckrate.requests.refused", "counter", "{request}",
                "Export requests or HTTP connections refused whole (too large, undecodable, unauthenticated, bad media "
-               "type, buffer full, over the connection cap, request deadline passed)",
+               "type, buffer full, over the connection cap, request deadline passed, write-ahead log full or failing)",
                ("transport", "reason")),
     Instrument("luckrate.log_records.received", "counter", "{record}", "Log records in decoded logs export requests",
                ("transport",)),
@@ -100,6 +104,10 @@ INSTRUMENTS: tuple[Instrument, ...] = (
     Instrument("luckrate.grade.errors", "counter", "{trace}", "Completed traces whose grading raised"),
     Instrument("luckrate.grade.duration", "histogram", "s", "Time to adapt and grade one trace"),
     Instrument("luckrate.verdict.delay", "histogram", "s", "Time from a trace's first received span to its verdict"),
+    Instrument("luckrate.wal.bytes", "updown", "By", "Bytes in the write-ahead log's segment files (--wal)"),
+    Instrument("luckrate.wal.records.damaged", "counter", "{record}",
+               "Write-ahead log records that could not be read back at start: cut short at a segment's end (a "
+               "crash mid-write; truncated) or failing their checksum (skipped)", ("reason",)),
     Instrument("luckrate.verdict_events.dropped", "counter", "{event}",
                "Verdict log events (--otlp-logs) not delivered: queue full (endpoint slow or down), export failed, "
                "still queued at shutdown", ("reason",)),
@@ -109,12 +117,15 @@ _KEYS = {i.name: frozenset(i.attributes) for i in INSTRUMENTS}
 
 COMPLETION_REASONS = ("root_ended", "idle", "max_age", "max_spans", "shutdown")
 UNGRADED_REASONS = ("no_spec", "invalid")
+WAL_REFUSALS = ("wal_full", "wal_error")
+"""The write-ahead log could not take a request: full (``wal_max_bytes`` or the disk), or writing failed."""
 REFUSAL_REASONS = ("too_large", "undecodable", "unauthenticated", "unsupported_media_type", "buffer_full",
-                   "connection_limit", "request_timeout")
+                   "connection_limit", "request_timeout", *WAL_REFUSALS)
 TRANSPORTS = ("grpc", "http")
-REJECTION_REASONS = (*REJECT_REASONS, "buffer_full")
+REJECTION_REASONS = (*REJECT_REASONS, "buffer_full", *WAL_REFUSALS)
 VERDICT_EVENT_DROPS = ("queue_full", "export_failed", "shutdown")
 LOSS_REASONS = ("worker_died",)
+WAL_DAMAGE = DAMAGE_REASONS
 LOG_REJECTION_REASONS = (*LOG_REJECT_REASONS, "buffer_full")
 LOG_DROP_REASONS = ("late", "no_spans", "over_limit", "worker_died")
 LOG_REFUSAL_REASONS = ("too_large", "undecodable", "unauthenticated", "unsupported_media_type", "buffer_full")
@@ -127,6 +138,8 @@ ZERO_SERIES: tuple[tuple[str, tuple[dict[str, str], ...]], ...] = (
     ("luckrate.spans.late", ({},)),
     ("luckrate.spans.assembled", ({},)),
     ("luckrate.spans.lost", tuple({"reason": r} for r in LOSS_REASONS)),
+    ("luckrate.spans.replayed", ({},)),
+    ("luckrate.wal.records.damaged", tuple({"reason": r} for r in WAL_DAMAGE)),
     ("luckrate.requests.received", tuple({"transport": t} for t in TRANSPORTS)),
     ("luckrate.requests.refused", tuple({"transport": t, "reason": r} for t in TRANSPORTS for r in REFUSAL_REASONS)),
     ("luckrate.log_records.received", tuple({"transport": t} for t in TRANSPORTS)),

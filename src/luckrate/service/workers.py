@@ -29,12 +29,14 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from luckrate.adapters.otlp.compaction import route
 from luckrate.service.assembler import SpanBudget
 from luckrate.service.config import ServiceConfig
 from luckrate.service.grading_process import send_batch, send_stop, worker_main
 from luckrate.service.intake import Judged
 from luckrate.service.tally import Report, apply
 from luckrate.service.telemetry import Telemetry
+from luckrate.service.wal import Feed, WriteAheadLog
 from luckrate.service.worker import VerdictLog
 
 log = logging.getLogger(__name__)
@@ -132,8 +134,14 @@ class PoolBudget(SpanBudget):
 class WorkerPool:
     """N grading processes behind one Intake: ``prepare`` and ``submit`` are its hand-over hooks."""
 
-    def __init__(self, cfg: ServiceConfig, n: int, telemetry: Telemetry, budget: SpanBudget):
+    def __init__(self, cfg: ServiceConfig, n: int, telemetry: Telemetry, budget: SpanBudget,
+                 wal: WriteAheadLog | None = None, replay: Feed | None = None):
+        """``wal``: marked with the traces each report settles (after their verdict lines); when a worker
+        dies, what it held is read back from it and handed to its successor through ``replay``
+        (``Intake.replay``)."""
         self.n = n
+        self._wal = wal
+        self.replay = replay
         self._cfg = cfg
         self._telemetry = telemetry
         self._budget = budget
@@ -258,6 +266,8 @@ class WorkerPool:
             if self._verdicts is not None:
                 for line in report.lines:
                     self._verdicts.write_line(line)
+        if self._wal is not None and report.traces:
+            self._wal.settle(report.traces)
 
     def _died(self, slot: _Slot) -> bool:
         """Count what the dead worker held; start another unless stopping. True when one was started."""
@@ -288,6 +298,11 @@ class WorkerPool:
         if time.monotonic() - slot.started < RESTART_PAUSE:
             time.sleep(RESTART_PAUSE)
         self._launch(slot, replacement)
+        if self._wal is not None and self.replay is not None:
+            # Counted lost above, and replayed here: both, so that the identities still close (what the
+            # successor grades is assembled again).
+            again = self._wal.replay_where(self.replay, lambda tid: route(tid, self.n) == slot.index)
+            log.info("worker %d: %d span(s) of its traces read back from the write-ahead log", slot.index, again)
         if self._stopping:
             replacement.put(None)  # stop() ran while this one started: it drains at once
         return True
