@@ -422,3 +422,19 @@ def test_the_dev_set_proposes_a_spec_that_loads_and_the_benchmark_prints_its_tab
         assert heading in bench.stdout
     for suite in ("banking", "slack", "travel", "workspace"):
         assert f"{suite:10} privileged" in bench.stdout and f"{suite:10} untrusted" in bench.stdout
+
+
+@pytest.mark.parametrize("how", ["--logs", "detected"])
+def test_suggest_reads_the_log_records_beside_their_traces(tmp_path, capsys, how):
+    # A hand-written loop under the contrib OpenAI instrumentation records the tool calls only in log
+    # records: without them suggest saw no tool at all.
+    from luckrate.cli import main
+
+    base = ROOT / "tests" / "testdata" / "openai-v2" / "injected.legacy.openai-v2"
+    traces, logs = f"{base}.traces.otlp", f"{base}.logs.otlp"
+    argv = [traces, "--logs", logs] if how == "--logs" else [logs, traces]
+    out = tmp_path / "spec.py"
+    assert main(["suggest", "--format", "otlp", "-o", str(out), *argv]) == 0
+    spec = load_specs(out)
+    tools = set(next(iter(spec.values())).tools)
+    assert {"lookup_order", "fetch_webpage", "send_email"} <= tools

@@ -133,8 +133,18 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     """Read every FILE once, run by run, into a bounded tally; print the proposed spec (or, with
     ``--check``, what the traffic suggests that the spec does not say: exit 1 when anything)."""
     tally, notes = Tally(), []
-    for path in args.files:
-        notes += tally_file(tally, path, args.format)
+    files, events = list(args.files), None
+    if args.format in OTLP_FORMATS:  # logs files (--logs, or found among FILEs) join the traces of the rest
+        from luckrate.adapters.otlp.readers import is_logs_file, log_events
+
+        json_ = args.format == "otlp-json"
+        logs = [*(args.logs or ()), *(p for p in files if is_logs_file(_read(p), p, json_))]
+        files = [p for p in files if p not in logs]
+        events = log_events([(_read(p), p) for p in logs], json_) if logs else None
+    elif args.logs:
+        raise UsageError(f"--logs needs --format {' or '.join(OTLP_FORMATS)}")
+    for path in files:
+        notes += tally_file(tally, path, args.format, events)
     if not tally.agents:
         raise UsageError(f"no agent runs in {', '.join(args.files)}: nothing to suggest from"
                          + (f" ({notes[0]})" if notes else ""))
@@ -157,7 +167,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     return EXIT_GATE_FAILED if differences else EXIT_OK
 
 
-def tally_file(tally: Tally, path: str, fmt: str) -> list[str]:
+def tally_file(tally: Tally, path: str, fmt: str, events: dict | None = None) -> list[str]:
     """Fold one file's runs into ``tally`` (for OTLP, with the tool definitions its traces carry);
     return notes on what it held that made no run. A trace with no agent, model or tool span is
     counted in a note, not an error: a day of traffic holds other traces too."""
@@ -171,7 +181,7 @@ def tally_file(tally: Tally, path: str, fmt: str) -> list[str]:
         from luckrate.adapters.otlp.definitions import definitions_from_file
         from luckrate.adapters.otlp.readers import read_otlp_runs
 
-        runs, skipped = read_otlp_runs(data, path, fmt)
+        runs, skipped = read_otlp_runs(data, path, fmt, logs=events)
         if skipped:
             notes.append(f"{len(skipped):,} trace{'s' if len(skipped) != 1 else ''} made no run, skipped "
                          f"(first: {_one_line(skipped[0])})")

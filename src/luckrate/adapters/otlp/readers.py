@@ -226,13 +226,26 @@ def _non_empty(trajectories: Runs) -> Runs:
     return trajectories
 
 
-def read_otlp_runs(data: bytes, source: str, fmt: str, rule: OutputRule = OutputRule()
-                   ) -> tuple[list[Trajectory], list[InvalidInput]]:
+def is_logs_file(data: bytes, source: str, json: bool) -> bool:
+    """The file holds an ExportLogsServiceRequest (told apart from a traces file by its content)."""
+    return isinstance(_decode(data, source, json, logs_only=False), ExportLogsServiceRequest)
+
+
+def log_events(files: Sequence[tuple[bytes, str]], json: bool) -> dict[bytes, list[LogEvent]]:
+    """The log events of logs files, by trace id, for ``read_otlp_runs`` to join to their traces."""
+    events: dict[bytes, list[LogEvent]] = {}
+    for data, source in files:
+        _add_events(_decode(data, source, json, logs_only=True), source, events)
+    return events
+
+
+def read_otlp_runs(data: bytes, source: str, fmt: str, rule: OutputRule = OutputRule(),
+                   logs: dict[bytes, list[LogEvent]] | None = None) -> tuple[list[Trajectory], list[InvalidInput]]:
     """``read_otlp`` (fmt ``otlp``) or ``read_otlp_json`` (``otlp-json``), except that a trace that makes
     no run (no agent, model or tool span: an HTTP request traced beside the agents) is returned as its
     error beside the runs instead of failing the file: what ``luckrate suggest`` reads from a day of
     mixed traffic. A file that does not decode, or spans that cannot be kept, still raise; a logs file
-    holds no runs of its own."""
+    holds no runs of its own. ``logs``: log events by trace id (``log_events``), joined to their traces."""
     req = _decode(data, source, fmt == "otlp-json", logs_only=False)
     if isinstance(req, ExportLogsServiceRequest):
         return [], []
@@ -246,9 +259,9 @@ def read_otlp_runs(data: bytes, source: str, fmt: str, rule: OutputRule = Output
     for rec in records:
         traces.setdefault(rec.trace_id, []).append(rec)
     runs, errors = [], []
-    for spans in traces.values():
+    for tid, spans in traces.items():
         try:
-            runs.append(trajectory_from_spans(spans, rule))
+            runs.append(trajectory_from_spans(joined(spans, (logs or {}).get(tid, ())), rule))
         except InvalidInput as e:
             errors.append(e.at(source))
     return runs, errors
