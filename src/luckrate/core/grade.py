@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass
 
 from luckrate.core.checks import (CHECKS, DECLARED_BY, NEEDS_CLOCK, NEEDS_CONTENT, NEEDS_INPUT, NEEDS_MESSAGES, NEEDS_TURNS,
@@ -44,7 +46,7 @@ class RunGrade:
     def has(self, check: str, severity: Severity | None = None) -> bool:
         return any(v.check == check and (severity is None or v.severity is severity) for v in self.violations)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "case": self.case, "agent": self.agent, "output_ok": self.output_ok,
                 "path_ok": self.path_ok, "violations": [v.to_dict() for v in self.violations]}
 
@@ -71,11 +73,13 @@ def traced(traj: Trajectory, spec: Spec) -> Provenance:
     return trace(traj, scan=deep, thorough=deep)
 
 
-_PLANS: dict[int, tuple[Spec, tuple]] = {}
+Plan = tuple[tuple[tuple[str, Any], ...], ...]
+"""Per phase (steps, provenance, both), the enabled ``(name, check)`` pairs."""
+_PLANS: dict[int, tuple[Spec, Plan]] = {}
 _MAX_PLANS = 256
 
 
-def _plan(spec: Spec) -> tuple:
+def _plan(spec: Spec) -> Plan:
     """The checks a spec turns on, per phase: worked out once per spec, not once per run."""
     entry = _PLANS.get(id(spec))
     if entry is not None and entry[0] is spec:

@@ -80,7 +80,7 @@ def max_parallel(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
     if spec.max_parallel is None:
         return
     sizes = Counter(turn for turn in traj.model_turns if turn is not None)
-    issued: Counter = Counter()
+    issued: Counter[int] = Counter()
     for step, turn in zip(traj.steps, traj.model_turns):
         if turn is None:
             continue
