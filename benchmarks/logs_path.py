@@ -72,7 +72,7 @@ def workload(mode: str, copies: int, as_span_events: bool = False) -> tuple[list
         if as_span_events:
             _onto_spans(traces, logs)
             logs = ExportLogsServiceRequest()
-        for n in range(copies):
+        for _ in range(copies):
             trace_id = (len(runs) + 1).to_bytes(16, "big")
             for rs in traces.resource_spans:
                 for ss in rs.scope_spans:

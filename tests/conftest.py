@@ -64,19 +64,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # ---- certificates ----------------------------------------------------------------------------------
 
+
 def _name(cn: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
 
 
 def _cert(subject: str, key, issuer_name: str, issuer_key, *, ca: bool = False, server: bool = False):
     now = datetime.datetime.now(datetime.timezone.utc)
-    builder = (x509.CertificateBuilder().subject_name(_name(subject)).issuer_name(_name(issuer_name))
-               .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(_name(subject))
+        .issuer_name(_name(issuer_name))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
     if server:
-        builder = builder.add_extension(x509.SubjectAlternativeName(
-            [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
     return builder.sign(issuer_key, hashes.SHA256())
 
 
@@ -85,8 +94,9 @@ def _pem(cert) -> bytes:
 
 
 def _key_pem(key) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 @pytest.fixture(scope="module")
@@ -98,9 +108,11 @@ def pki(tmp_path_factory):
     ca_key, rogue_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     ca = _cert("luckrate test CA", ca_key, "luckrate test CA", ca_key, ca=True)
     rogue_ca = _cert("rogue CA", rogue_key, "rogue CA", rogue_key, ca=True)
-    for name, issuer, issuer_key, server in (("server", "luckrate test CA", ca_key, True),
-                                             ("client", "luckrate test CA", ca_key, False),
-                                             ("rogue", "rogue CA", rogue_key, False)):
+    for name, issuer, issuer_key, server in (
+        ("server", "luckrate test CA", ca_key, True),
+        ("client", "luckrate test CA", ca_key, False),
+        ("rogue", "rogue CA", rogue_key, False),
+    ):
         key = ec.generate_private_key(ec.SECP256R1())
         (d / f"{name}.pem").write_bytes(_pem(_cert(name, key, issuer, issuer_key, server=server)))
         (d / f"{name}.key").write_bytes(_key_pem(key))

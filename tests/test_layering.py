@@ -53,14 +53,20 @@ def imported_modules(path: Path, root: Path = SRC) -> Iterator[str]:
 
 def core_violations(path: Path, root: Path = SRC) -> list[str]:
     core = f"{root.name}.core"
-    return [m for m in imported_modules(path, root)
-            if not (m.split(".")[0] in sys.stdlib_module_names or m == core or m.startswith(core + "."))]
+    return [
+        m
+        for m in imported_modules(path, root)
+        if not (m.split(".")[0] in sys.stdlib_module_names or m == core or m.startswith(core + "."))
+    ]
 
 
 def adapter_violations(path: Path, root: Path = SRC) -> list[str]:
     service = f"{root.name}.service"
-    return [m for m in imported_modules(path, root)
-            if m == service or m.startswith(service + ".") or m.split(".")[0] in FRAMEWORKS]
+    return [
+        m
+        for m in imported_modules(path, root)
+        if m == service or m.startswith(service + ".") or m.split(".")[0] in FRAMEWORKS
+    ]
 
 
 def _files(package: str, root: Path = SRC) -> list[Path]:
@@ -101,11 +107,14 @@ def test_a_planted_upward_import_is_caught(tmp_path, file, source, rule, module)
     assert module in rule(planted, root)
 
 
-@pytest.mark.parametrize("file,source", [
-    ("core/x.py", "from luckrate.core.step import Step\nimport collections.abc\n"),
-    ("core/checks/x.py", "from ..spec import Spec\nfrom . import tools\n"),
-    ("adapters/otlp/x.py", "from luckrate.adapters.otlp import genai\nfrom luckrate.core import spec\n"),
-])
+@pytest.mark.parametrize(
+    "file,source",
+    [
+        ("core/x.py", "from luckrate.core.step import Step\nimport collections.abc\n"),
+        ("core/checks/x.py", "from ..spec import Spec\nfrom . import tools\n"),
+        ("adapters/otlp/x.py", "from luckrate.adapters.otlp import genai\nfrom luckrate.core import spec\n"),
+    ],
+)
 def test_an_allowed_import_is_not_flagged(tmp_path, file, source):
     root = tmp_path / "luckrate"
     planted = root / file
@@ -122,8 +131,14 @@ def test_convention_modules_form_no_cycle():
 
     otlp = SRC / "adapters" / "otlp"
     roles = set(imported_modules(otlp / "roles.py"))
-    assert not {m for m in roles if m.startswith("luckrate.adapters.otlp.") and m.rsplit(".", 1)[1] in
-                {"conventions", "genai", "openinference", "traceloop"}}
+    assert not {
+        m
+        for m in roles
+        if m.startswith("luckrate.adapters.otlp.")
+        and m.rsplit(".", 1)[1] in {"conventions", "genai", "openinference", "traceloop"}
+    }
     for convention in CONVENTIONS:
         module = convention.classify.__module__
-        assert "luckrate.adapters.otlp.conventions" not in set(imported_modules(otlp / f"{module.rsplit('.', 1)[1]}.py"))
+        assert "luckrate.adapters.otlp.conventions" not in set(
+            imported_modules(otlp / f"{module.rsplit('.', 1)[1]}.py")
+        )

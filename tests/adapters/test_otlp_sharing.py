@@ -46,7 +46,10 @@ def test_shared_table_stays_bounded(monkeypatch, what, attrs_of):
 
 def test_records_share_keys_names_layouts_and_vocabulary_values(monkeypatch):
     monkeypatch.setattr(spans_module, "_layouts", {})
-    attrs = lambda i: [("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.call.arguments", f'{{"n": {i}}}')]
+
+    def attrs(i):
+        return [("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.call.arguments", f'{{"n": {i}}}')]
+
     a, _ = records_from_request(_request(2, attrs))
     b, _ = records_from_request(_request(2, attrs))
     assert a[1].name is b[1].name
