@@ -14,36 +14,18 @@ import json
 import re
 import runpy
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
+from luckrate.core.checks import DEFAULT_SEVERITY, SPEC_KEYS
 from luckrate.core.policy import DEFAULT_CONFIRM, ArgRule, Order, value_key
 from luckrate.core.violation import Severity
 
-DEFAULT_SEVERITY: dict[str, Severity] = {
-    "forbidden": Severity.HARD,
-    "required": Severity.HARD,
-    "before": Severity.HARD,
-    "taint": Severity.HARD,
-    "run_error": Severity.HARD,
-    "max_steps": Severity.SOFT,
-    "repeat": Severity.SOFT,
-    "failing_loop": Severity.SOFT,
-    "max_duration": Severity.SOFT,
-    "ungrounded": Severity.WARN,
-    "unknown_tool": Severity.WARN,
-    "confirm": Severity.HARD,
-    "terminal": Severity.HARD,
-    "once_per": Severity.HARD,
-    "arg": Severity.HARD,
-    "max_parallel": Severity.SOFT,
-}
-"""Every check's name and default severity; ``spec["severity"]`` overrides per check."""
-
 _TOOL_LISTS = ("required", "forbidden", "untrusted", "privileged")
-_KEYS = {"tools", *_TOOL_LISTS, "before", "max_steps", "max_failures", "max_duration", "severity",
-         "confirm", "confirm_pattern", "terminal", "once_per", "max_parallel", "args"}
+_KEYS = {"tools", "severity", *SPEC_KEYS}
+"""The keys a spec may have: the vocabulary, severity overrides, and the keys the checks own (``REGISTRY``)."""
 
 
 class InvalidSpec(ValueError):
@@ -85,9 +67,22 @@ def _spec_line(path: str, error: Exception) -> int | None:
     return line
 
 
+def _hashable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return frozenset((k, _hashable(v)) for k, v in value.items())
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, MappingProxyType):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
 @dataclass(frozen=True)
 class Spec:
-    """A validated spec. Tool sets are frozensets; ``tools`` empty means no vocabulary was declared."""
+    """A validated spec, immutable and hashable by value. Tool sets are frozensets, mappings read-only;
+    ``tools`` empty means no vocabulary was declared."""
 
     name: str = "spec"
     tools: tuple[str, ...] = ()
@@ -121,6 +116,26 @@ class Spec:
     """At most this many tool calls issued in one model turn."""
     args: Mapping[str, Mapping[str, ArgRule]] = field(default_factory=dict)
     """Tool -> argument -> the rule its value must keep."""
+
+    def __post_init__(self) -> None:
+        # Truly frozen: the mappings become read-only views of copies, so changing the dict a spec was built
+        # from, or the spec's own mapping, cannot turn a check off after validation.
+        for name in ("untrusted_fields", "overrides", "once_per"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+        args = {tool: MappingProxyType(dict(rules)) for tool, rules in self.args.items()}
+        object.__setattr__(self, "args", MappingProxyType(args))
+
+    def __hash__(self) -> int:
+        """By value, worked out once (a spec is immutable): equal specs share a grading plan."""
+        cached: int | None = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(_hashable(getattr(self, f.name)) for f in fields(self)))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __reduce__(self) -> tuple[type[Spec], tuple[Any, ...]]:
+        # Pickles (and copies) as its fields, the read-only views as plain dicts (a view does not pickle).
+        return type(self), tuple(_plain(getattr(self, f.name)) for f in fields(self))
 
     def severity(self, check: str) -> Severity:
         return self.overrides.get(check, DEFAULT_SEVERITY[check])

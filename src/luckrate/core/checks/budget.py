@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from luckrate.core.spec import Spec
 from luckrate.core.step import Step, Trajectory
 from luckrate.core.violation import Violation
+
+if TYPE_CHECKING:
+    from luckrate.core.spec import Spec  # annotations only: spec.py imports the check registry
 
 
 def max_steps(traj: Trajectory, spec: Spec) -> Iterator[Violation]:

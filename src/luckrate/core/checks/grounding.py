@@ -37,7 +37,7 @@ The ceiling, honestly (what a trace alone cannot tell):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,8 +46,10 @@ from luckrate.core.fields import field_name
 from luckrate.core.frozen import fast_init
 from luckrate.core.intent import Request, endorsed, labelled, weak
 from luckrate.core.provenance import USER, Argument, Origin, Provenance, source_name
-from luckrate.core.spec import Spec
 from luckrate.core.violation import Violation
+
+if TYPE_CHECKING:
+    from luckrate.core.spec import Spec  # annotations only: spec.py imports the check registry
 
 
 def is_ungrounded(arg: Argument) -> bool:
