@@ -142,3 +142,19 @@ def test_convention_modules_form_no_cycle():
         assert "luckrate.adapters.otlp.conventions" not in set(
             imported_modules(otlp / f"{module.rsplit('.', 1)[1]}.py")
         )
+
+
+def global_statements(path: Path) -> list[int]:
+    """Lines where a function rebinds a module global (state belongs to objects that own it)."""
+    return [node.lineno for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Global)]
+
+
+@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_module_state_is_rebound(path):
+    assert global_statements(path) == [], f"{path.name} rebinds a module global"
+
+
+def test_a_planted_global_rebinding_is_caught(tmp_path):
+    planted = tmp_path / "m.py"
+    planted.write_text("_KEYS = frozenset()\n\n\ndef keep(keys):\n    global _KEYS\n    _KEYS = _KEYS | keys\n")
+    assert global_statements(planted) == [5]
