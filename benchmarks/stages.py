@@ -59,7 +59,9 @@ def one_round(template: traffic.Template, specs, telemetry: Telemetry, tables) -
     reqs: list = []
     out["decode"] = _time(lambda: reqs.extend(request_from_protobuf(b) for b in bodies), spans)
     batches: list = []
-    out["compact"] = _time(lambda: batches.extend(records_from_request(r, packed=True, tables=tables)[0] for r in reqs), spans)
+    out["compact"] = _time(
+        lambda: batches.extend(records_from_request(r, packed=True, tables=tables)[0] for r in reqs), spans
+    )
     traces: list = []
     asm = Assembler(traces.append, limits=Limits(late_memory=10))
 
@@ -94,7 +96,9 @@ def bytes_per_tool_span(requests: int = 40) -> float:
     bodies = [template.render(n, 2) for n in range(requests)]
     asm = Assembler(lambda t: None, limits=Limits(root_grace=3600, idle_timeout=3600, max_trace_age=3600))
     tables = interning()
-    asm.add(records_from_request(request_from_protobuf(bodies[0]), packed=True, tables=tables)[0])  # warm: the shared table fills
+    asm.add(
+        records_from_request(request_from_protobuf(bodies[0]), packed=True, tables=tables)[0]
+    )  # warm: the shared table fills
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
