@@ -37,6 +37,8 @@ TIERS = {
     "service/test_logs_receiver.py": "e2e",
     "service/test_tls.py": "e2e",
     "service/test_workers.py": "e2e",
+    # An OTLP log exporter sending verdicts to a local HTTP receiver (sockets, its retry thread).
+    "service/test_verdict_events.py": "e2e",
 }
 """Test path (a directory or a file, relative to tests/) -> tier; the longest match wins; the rest is ``unit``."""
 
