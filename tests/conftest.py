@@ -26,6 +26,8 @@ TIERS = {
     "frameworks": "e2e",
     "test_benchmarks.py": "e2e",
     "test_detection_benchmark.py": "e2e",
+    # Every source graded alike, pydantic-ai and smolagents run live: the frameworks' import alone takes seconds.
+    "test_one_spec_every_source.py": "e2e",
     # Hypothesis over arbitrary span sets: ~25 s on its own, more than the whole unit tier.
     "adapters/test_otlp_fuzz.py": "e2e",
     # The service as users run it: `luckrate serve` subprocesses, sockets, grading processes.
