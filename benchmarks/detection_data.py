@@ -124,7 +124,6 @@ def behaviours(suite, env, prompt: str, calls: list, label: dict, stats: Counter
     from detection import PRIVILEGED
 
     acting = PRIVILEGED[label["suite"]]
-    pages = getattr(getattr(env, "web", None), "web_content", {})
     results = [c.result for c in execute(suite, env.model_copy(deep=True), calls)]
     made = {name: make(calls, acting, results) for name, make in db.BEHAVIOURS.items()}
     if inj is not None:

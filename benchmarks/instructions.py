@@ -66,7 +66,7 @@ def main() -> int:
         train = [n for a, s in scored.items() if a != held for n in s]
 
         def value(t: int) -> float:
-            return sum(n >= t for n in train) / len(train) - BENIGN_COST * sum(n >= t for n in b) / len(b)
+            return sum(n >= t for n in train) / len(train) - BENIGN_COST * sum(n >= t for n in b) / len(b)  # noqa: B023
 
         t = max(range(1, len(intent._INSTRUCTION_CUES) + 1), key=lambda t: (value(t), t))
         caught = sum(n >= t for n in scored[held])

@@ -45,6 +45,7 @@ from luckrate.adapters.otlp import (
     request_from_protobuf,
     trajectory_from_spans,
 )
+from luckrate.adapters.otlp.conventions import interning
 from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
 from luckrate.service.assembler import Assembler, Limits
@@ -72,7 +73,7 @@ def workload(mode: str, copies: int, as_span_events: bool = False) -> tuple[list
         if as_span_events:
             _onto_spans(traces, logs)
             logs = ExportLogsServiceRequest()
-        for n in range(copies):
+        for _ in range(copies):
             trace_id = (len(runs) + 1).to_bytes(16, "big")
             for rs in traces.resource_spans:
                 for ss in rs.scope_spans:
@@ -104,11 +105,12 @@ def one_round(runs: list[tuple[bytes, bytes | None]], specs) -> tuple[float, int
     how many of the runs read with steps."""
     traces: list = []
     asm = Assembler(traces.append, limits=Limits(late_memory=10))
+    tables = interning()  # one per buffer's owner, as the service's intake holds one
     start = time.process_time()
     for traces_body, logs_body in runs:
         if logs_body is not None:  # records usually arrive first
             asm.add_logs(events_from_request(logs_request_from_protobuf(logs_body))[0])
-        asm.add(records_from_request(request_from_protobuf(traces_body), packed=True)[0])
+        asm.add(records_from_request(request_from_protobuf(traces_body), packed=True, tables=tables)[0])
     asm.drain("root_ended")
     graded = 0
     for trace in traces:

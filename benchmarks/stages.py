@@ -33,6 +33,7 @@ from pathlib import Path
 import traffic
 
 from luckrate.adapters.otlp import records_from_request, request_from_protobuf, trajectory_from_spans
+from luckrate.adapters.otlp.conventions import interning
 from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
 from luckrate.service.assembler import Assembler, Limits
@@ -49,15 +50,18 @@ def _time(fn, spans: int) -> float:
     return (time.perf_counter() - start) / spans * 1e6
 
 
-def one_round(template: traffic.Template, specs, telemetry: Telemetry) -> dict[str, float]:
-    """µs per span of each stage, over ``REQUESTS`` requests with fresh trace ids."""
+def one_round(template: traffic.Template, specs, telemetry: Telemetry, tables) -> dict[str, float]:
+    """µs per span of each stage, over ``REQUESTS`` requests with fresh trace ids; ``tables`` the compaction
+    tables, one for the process as the service's intake holds one."""
     bodies = [template.render(n, 1) for n in range(REQUESTS)]
     spans = template.spans * REQUESTS
     out: dict[str, float] = {}
     reqs: list = []
     out["decode"] = _time(lambda: reqs.extend(request_from_protobuf(b) for b in bodies), spans)
     batches: list = []
-    out["compact"] = _time(lambda: batches.extend(records_from_request(r, packed=True)[0] for r in reqs), spans)
+    out["compact"] = _time(
+        lambda: batches.extend(records_from_request(r, packed=True, tables=tables)[0] for r in reqs), spans
+    )
     traces: list = []
     asm = Assembler(traces.append, limits=Limits(late_memory=10))
 
@@ -91,13 +95,16 @@ def bytes_per_tool_span(requests: int = 40) -> float:
     template = traffic.build(tools_only=True)
     bodies = [template.render(n, 2) for n in range(requests)]
     asm = Assembler(lambda t: None, limits=Limits(root_grace=3600, idle_timeout=3600, max_trace_age=3600))
-    asm.add(records_from_request(request_from_protobuf(bodies[0]), packed=True)[0])  # warm: the shared table fills
+    tables = interning()
+    asm.add(
+        records_from_request(request_from_protobuf(bodies[0]), packed=True, tables=tables)[0]
+    )  # warm: the shared table fills
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     for body in bodies[1:]:
         req = request_from_protobuf(body)
-        asm.add(records_from_request(req, packed=True)[0])
+        asm.add(records_from_request(req, packed=True, tables=tables)[0])
         del req
     gc.collect()
     after = tracemalloc.get_traced_memory()[0]
@@ -113,8 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     specs = load_specs(SPEC)
     telemetry = Telemetry([], Labels(specs, 50))
     template = traffic.build()
-    one_round(template, specs, telemetry)  # warm-up
-    rounds = [one_round(template, specs, telemetry) for _ in range(args.rounds)]
+    tables = interning()
+    one_round(template, specs, telemetry, tables)  # warm-up
+    rounds = [one_round(template, specs, telemetry, tables) for _ in range(args.rounds)]
     print(f"{'stage':<9} {'µs/span':>8}   rounds")
     for stage in rounds[0]:
         values = [r[stage] for r in rounds]

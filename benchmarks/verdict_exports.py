@@ -26,6 +26,7 @@ from pathlib import Path
 import traffic
 
 from luckrate.adapters.otlp import records_from_request, request_from_protobuf, trajectory_from_spans
+from luckrate.adapters.otlp.conventions import interning
 from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
 from luckrate.service.assembler import Assembler, Limits
@@ -51,8 +52,9 @@ def graded_traces(specs) -> list:
     template = traffic.build()
     traces: list = []
     asm = Assembler(traces.append, limits=Limits(late_memory=10))
+    tables = interning()
     for n in range(8):
-        asm.add(records_from_request(request_from_protobuf(template.render(n, 1)))[0])
+        asm.add(records_from_request(request_from_protobuf(template.render(n, 1)), tables=tables)[0])
     asm.drain("root_ended")
     out = []
     for t in traces:

@@ -1,39 +1,127 @@
-"""Data flows one way: core imports only the standard library (and itself); adapters never import service."""
+"""Data flows one way: core imports only the standard library (and itself); adapters never import service.
+
+The import reader sees every form: ``import a.b``, ``from a.b import c`` (which may import the module
+``a.b.c``: the code writes ``from luckrate.adapters.otlp import genai``), relative imports resolved against
+the file's package, and ``importlib.import_module("a.b")`` / ``__import__("a.b")`` with a literal name.
+The rules themselves are tested against a planted upward import in a throwaway package.
+"""
+
+from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "luckrate"
+FRAMEWORKS = {"langchain_core", "langgraph", "crewai", "agents"}
 
 
-def imported_modules(path: Path):
+def _package_of(path: Path, root: Path) -> list[str]:
+    """The dotted package ``path`` lives in, ``root`` being the directory of the top package."""
+    return [root.name, *path.relative_to(root).parent.parts]
+
+
+def _dynamic_name(node: ast.Call) -> str | None:
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if name in {"import_module", "__import__"} and node.args and isinstance(node.args[0], ast.Constant):
+        value = node.args[0].value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def imported_modules(path: Path, root: Path = SRC) -> Iterator[str]:
+    """Every module ``path`` may import, as dotted names; ``from m import n`` yields ``m`` and ``m.n``."""
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            yield node.module
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                package = _package_of(path, root)
+                base = package[: len(package) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            yield module
+            yield from (f"{module}.{alias.name}" for alias in node.names if alias.name != "*")
+        elif isinstance(node, ast.Call) and (name := _dynamic_name(node)):
+            yield name
 
 
-def _files(package: str):
-    return sorted((SRC / package).rglob("*.py"))
+def core_violations(path: Path, root: Path = SRC) -> list[str]:
+    core = f"{root.name}.core"
+    return [
+        m
+        for m in imported_modules(path, root)
+        if not (m.split(".")[0] in sys.stdlib_module_names or m == core or m.startswith(core + "."))
+    ]
+
+
+def adapter_violations(path: Path, root: Path = SRC) -> list[str]:
+    service = f"{root.name}.service"
+    return [
+        m
+        for m in imported_modules(path, root)
+        if m == service or m.startswith(service + ".") or m.split(".")[0] in FRAMEWORKS
+    ]
+
+
+def _files(package: str, root: Path = SRC) -> list[Path]:
+    return sorted((root / package).rglob("*.py"))
 
 
 @pytest.mark.parametrize("path", _files("core"), ids=lambda p: str(p.relative_to(SRC)))
 def test_core_is_stdlib_only(path):
-    for module in imported_modules(path):
-        top = module.split(".")[0]
-        assert top in sys.stdlib_module_names or module.startswith("luckrate.core"), f"{path.name} imports {module}"
+    assert core_violations(path) == [], f"{path.name} imports outside core and the standard library"
 
 
 @pytest.mark.parametrize("path", _files("adapters"), ids=lambda p: str(p.relative_to(SRC)))
 def test_adapters_do_not_import_the_service_or_frameworks(path):
-    for module in imported_modules(path):
-        assert not module.startswith("luckrate.service"), f"{path.name} imports {module}"
-        assert module.split(".")[0] not in {"langchain_core", "langgraph", "crewai", "agents"}, f"{path.name} imports {module}"
+    assert adapter_violations(path) == [], f"{path.name} imports the service or a framework"
 
+
+PLANTED = [
+    # (file, source, which rule must catch it, the module it must name)
+    ("core/x.py", "from luckrate.adapters.otlp import genai\n", core_violations, "luckrate.adapters.otlp.genai"),
+    ("core/x.py", "import luckrate.service.app\n", core_violations, "luckrate.service.app"),
+    ("core/x.py", "from luckrate import adapters\n", core_violations, "luckrate.adapters"),
+    ("core/checks/x.py", "from ...adapters import trajectory\n", core_violations, "luckrate.adapters.trajectory"),
+    ("core/x.py", "def f():\n    from luckrate.service import app\n", core_violations, "luckrate.service.app"),
+    ("core/x.py", "import importlib\nimportlib.import_module('luckrate.suite')\n", core_violations, "luckrate.suite"),
+    ("core/x.py", "import yaml\n", core_violations, "yaml"),
+    ("adapters/otlp/x.py", "from luckrate import service\n", adapter_violations, "luckrate.service"),
+    ("adapters/otlp/x.py", "from ...service.tally import Tally\n", adapter_violations, "luckrate.service.tally"),
+    ("adapters/x.py", "from langgraph.graph import StateGraph\n", adapter_violations, "langgraph.graph"),
+]
+
+
+@pytest.mark.parametrize("file,source,rule,module", PLANTED, ids=[p[1].strip().splitlines()[-1] for p in PLANTED])
+def test_a_planted_upward_import_is_caught(tmp_path, file, source, rule, module):
+    root = tmp_path / "luckrate"
+    planted = root / file
+    planted.parent.mkdir(parents=True)
+    planted.write_text(source)
+    assert module in rule(planted, root)
+
+
+@pytest.mark.parametrize(
+    "file,source",
+    [
+        ("core/x.py", "from luckrate.core.step import Step\nimport collections.abc\n"),
+        ("core/checks/x.py", "from ..spec import Spec\nfrom . import tools\n"),
+        ("adapters/otlp/x.py", "from luckrate.adapters.otlp import genai\nfrom luckrate.core import spec\n"),
+    ],
+)
+def test_an_allowed_import_is_not_flagged(tmp_path, file, source):
+    root = tmp_path / "luckrate"
+    planted = root / file
+    planted.parent.mkdir(parents=True)
+    planted.write_text(source)
+    rule = core_violations if file.startswith("core") else adapter_violations
+    assert rule(planted, root) == []
 
 
 def test_convention_modules_form_no_cycle():
@@ -43,8 +131,30 @@ def test_convention_modules_form_no_cycle():
 
     otlp = SRC / "adapters" / "otlp"
     roles = set(imported_modules(otlp / "roles.py"))
-    assert not {m for m in roles if m.startswith("luckrate.adapters.otlp.") and m.rsplit(".", 1)[1] in
-                {"conventions", "genai", "openinference", "traceloop"}}
+    assert not {
+        m
+        for m in roles
+        if m.startswith("luckrate.adapters.otlp.")
+        and m.rsplit(".", 1)[1] in {"conventions", "genai", "openinference", "traceloop"}
+    }
     for convention in CONVENTIONS:
         module = convention.classify.__module__
-        assert "luckrate.adapters.otlp.conventions" not in set(imported_modules(otlp / f"{module.rsplit('.', 1)[1]}.py"))
+        assert "luckrate.adapters.otlp.conventions" not in set(
+            imported_modules(otlp / f"{module.rsplit('.', 1)[1]}.py")
+        )
+
+
+def global_statements(path: Path) -> list[int]:
+    """Lines where a function rebinds a module global (state belongs to objects that own it)."""
+    return [node.lineno for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Global)]
+
+
+@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_module_state_is_rebound(path):
+    assert global_statements(path) == [], f"{path.name} rebinds a module global"
+
+
+def test_a_planted_global_rebinding_is_caught(tmp_path):
+    planted = tmp_path / "m.py"
+    planted.write_text("_KEYS = frozenset()\n\n\ndef keep(keys):\n    global _KEYS\n    _KEYS = _KEYS | keys\n")
+    assert global_statements(planted) == [5]

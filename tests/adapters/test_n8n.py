@@ -328,7 +328,7 @@ def _mutations(seed: int, count: int):
             if depth > 9:
                 return
             for key in list(node) if isinstance(node, dict) else range(len(node)) if isinstance(node, list) else ():
-                spots.append((node, key))
+                spots.append((node, key))  # noqa: B023 (walk runs at once)
                 walk(node[key], depth + 1)
 
         walk(payload)

@@ -8,9 +8,9 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from luckrate.adapters.otlp import records_from_request
-from luckrate.adapters.otlp import compaction
+from luckrate.adapters.otlp import compaction, records_from_request
 from luckrate.adapters.otlp import spans as spans_module
+from luckrate.adapters.otlp.conventions import interning
 
 
 def _request(n_spans: int, attrs_of) -> ExportTraceServiceRequest:
@@ -32,39 +32,44 @@ CASES = [
 
 
 @pytest.mark.parametrize(("what", "attrs_of"), CASES, ids=[c[0] for c in CASES])
-def test_shared_table_stays_bounded(monkeypatch, what, attrs_of):
-    monkeypatch.setattr(compaction, "_shared", {})
-    monkeypatch.setattr(compaction, "_key_rules", {})
-    records, _ = records_from_request(_request(3 * compaction.SHARED_MAX // 4, attrs_of))
-    records += records_from_request(_request(3 * compaction.SHARED_MAX // 4, lambda i: attrs_of(i + 10**6)))[0]
-    assert len(compaction._shared) <= compaction.SHARED_MAX
-    assert len(compaction._key_rules) <= compaction.SHARED_MAX
-    shared_strings = [v for entry in compaction._shared for v in (entry if isinstance(entry, tuple) else (entry,))]
+def test_shared_table_stays_bounded(what, attrs_of):
+    tables = interning()
+    records, _ = records_from_request(_request(3 * compaction.SHARED_MAX // 4, attrs_of), tables=tables)
+    more = _request(3 * compaction.SHARED_MAX // 4, lambda i: attrs_of(i + 10**6))
+    records += records_from_request(more, tables=tables)[0]
+    assert len(tables.strings) <= compaction.SHARED_MAX
+    assert len(tables.key_rules) <= compaction.SHARED_MAX
+    shared_strings = list(tables.strings)
     assert all(len(v) <= compaction.SHARED_LENGTH for v in shared_strings)
     assert records[5].attributes == tuple(attrs_of(5))  # sharing or not, the record says what was sent
 
 
-def test_records_share_keys_names_layouts_and_vocabulary_values(monkeypatch):
-    monkeypatch.setattr(spans_module, "_layouts", {})
-    attrs = lambda i: [("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.call.arguments", f'{{"n": {i}}}')]
-    a, _ = records_from_request(_request(2, attrs))
-    b, _ = records_from_request(_request(2, attrs))
+def test_records_share_keys_names_layouts_and_vocabulary_values():
+    tables = interning()
+
+    def attrs(i):
+        return [("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.call.arguments", f'{{"n": {i}}}')]
+
+    a, _ = records_from_request(_request(2, attrs), tables=tables)
+    b, _ = records_from_request(_request(2, attrs), tables=tables)
     assert a[1].name is b[1].name
     assert a[1].layout is b[1].layout  # one key -> position dict for every record with these keys
     assert a[1].values[0] is b[1].values[0]  # a vocabulary value
     assert a[1].values[1] is not b[1].values[1] and a[1].values[1] == b[1].values[1]  # a per-span value
     assert a[1].attributes == b[1].attributes == tuple(attrs(1))
+    other, _ = records_from_request(_request(2, attrs), tables=interning())
+    assert other[1].layout is not a[1].layout and other[1].layout == a[1].layout  # tables are per owner
 
 
 def test_layout_table_stays_bounded_and_shares_again_after_a_flood(monkeypatch):
     # Attacker-chosen key sequences, each new: the table never passes its bound, and once the flood
     # is over the common layout is shared again (the table starts afresh rather than stay full).
-    monkeypatch.setattr(spans_module, "_layouts", {})
+    tables = interning()
     monkeypatch.setattr(spans_module, "LAYOUTS_MAX", 50)
-    records, _ = records_from_request(_request(120, lambda i: [(f"gen_ai.prompt.{i}.content", "v"), ("gen_ai.tool.call.id", "w")]))
-    assert len(spans_module._layouts) <= 50
+    records, _ = records_from_request(_request(120, lambda i: [(f"gen_ai.prompt.{i}.content", "v"), ("gen_ai.tool.call.id", "w")]), tables=tables)
+    assert len(tables.layouts) <= 50
     assert [r.attributes for r in records[48:52]] == [((f"gen_ai.prompt.{i}.content", "v"), ("gen_ai.tool.call.id", "w")) for i in range(48, 52)]
-    common, _ = records_from_request(_request(3, lambda i: [("gen_ai.tool.name", "t"), ("gen_ai.tool.call.id", str(i))]))
+    common, _ = records_from_request(_request(3, lambda i: [("gen_ai.tool.name", "t"), ("gen_ai.tool.call.id", str(i))]), tables=tables)
     assert common[0].layout is common[1].layout is common[2].layout
 
 

@@ -178,7 +178,10 @@ def test_every_key_the_convention_readers_ask_for_is_kept():
     asked = {k for path in otlp.glob("*.py") for k in re.findall(r'rec\.get\("([^"]+)"', path.read_text())}
     asked |= {"gen_ai.input.messages", "gen_ai.output.messages"}  # messages.py passes these as variables
     assert len(asked) > 20
-    assert sorted(k for k in asked if compaction._key_rule(k)[0] is None) == []
+    from luckrate.adapters.otlp.conventions import interning
+
+    tables = interning()
+    assert sorted(k for k in asked if tables.key_rule(k)[0] is None) == []
 
 
 def test_the_hot_path_constructor_builds_the_same_frozen_record():

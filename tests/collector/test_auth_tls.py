@@ -27,7 +27,6 @@ from tests.collector.harness import (
     send,
     served_counts,
 )
-from tests.reliability.test_security import pki  # noqa: F401  (the CA and server certificate fixture)
 from tests.service.harness import Server, record_runs, total, wait_until
 
 TOKEN = "s3cret-collector-token"

@@ -255,7 +255,7 @@ def test_sigterm_under_load_flushes_everything(tmp_path):
             for p in procs:
                 p.join(10)
         final = {}
-        for (name, labels), v in sink.last().items():
+        for (name, _labels), v in sink.last().items():
             final[name] = final.get(name, 0) + v
         get = lambda n: final.get(n, 0)  # noqa: E731
         assert get("luckrate.spans.received") == get("luckrate.spans.accepted") + get("luckrate.spans.rejected")

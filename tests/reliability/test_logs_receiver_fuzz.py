@@ -184,7 +184,7 @@ def adversarial(rng: random.Random) -> list[tuple[str, ExportLogsServiceRequest 
 def test_adversarial_logs_requests_over_both_receivers(server, tally):
     rng = random.Random(5)
     for _ in range(2):
-        for label, req in adversarial(rng):
+        for _label, req in adversarial(rng):
             body = req if isinstance(req, bytes) else req.SerializeToString()
             send_http(server, tally, body, PROTOBUF)
             send_grpc(server, tally, body)

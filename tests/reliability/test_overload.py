@@ -26,7 +26,7 @@ from tests.reliability.harness import (
     template_spans,
 )
 from tests.reliability.load import generate
-from tests.service.harness import Server, total, wait_until
+from tests.service.harness import Server, total
 
 SECONDS = float(os.environ.get("LUCKRATE_OVERLOAD_SECONDS", "60"))
 MAX_BUFFERED = 400
@@ -98,5 +98,6 @@ def test_twice_capacity_for_a_minute(tmp_path):
     report("overload.traces_graded", terms["runs"])
     report("overload.health_checks", checks)
     report("overload.rss_max_mib", round(max(rss) / 2**20))
-    # The load really was about twice what the server took.
-    assert offered / elapsed > 1.5 * capacity * 0.9, (offered / elapsed, capacity)
+    # How far over capacity the generators got is a figure, not an assertion (speed belongs in benchmarks/):
+    # that the server was overloaded is asserted above by the throttled requests.
+    report("overload.offered_x_capacity", round(offered / elapsed / capacity, 2))

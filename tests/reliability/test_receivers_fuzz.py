@@ -217,8 +217,8 @@ def _mutations(body: bytes, rng: random.Random) -> list[tuple[str, bytes]]:
 
 def test_adversarial_requests_over_both_receivers(server, tally):
     rng = random.Random(7)
-    for round_ in range(3):
-        for label, req in adversarial(rng):
+    for _round in range(3):
+        for _label, req in adversarial(rng):
             body = req if isinstance(req, bytes) else req.SerializeToString()
             send_http(server, tally, body, PROTOBUF)
             send_grpc(server, tally, body)
@@ -234,7 +234,7 @@ def test_adversarial_requests_over_both_receivers(server, tally):
 
 def test_mutated_random_and_truncated_payloads(server, tally):
     rng = random.Random(11)
-    for batch in range(20):
+    for _batch in range(20):
         body = fresh_request(rng, traces=2).SerializeToString()
         for _, mutated in _mutations(body, rng):
             send_http(server, tally, mutated, PROTOBUF)

@@ -16,6 +16,7 @@ import time
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -31,9 +32,12 @@ from luckrate import demo
 from luckrate.adapters.otlp import OutputRule, records_from_request, trajectory_from_spans
 from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
+from luckrate.service.config import Endpoint, ServiceConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "examples" / "spec.py"
+LIMIT = 64 * 1024
+"""The request size limit of the in-process service ``config()`` builds."""
 DEADLINE = 30.0
 """Seconds any wait in these tests may take before it fails (polls, never fixed sleeps)."""
 
@@ -256,3 +260,11 @@ def post(url: str, body: bytes, content_type: str, headers: dict | None = None):
             return r.status, r.headers, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.headers, e.read()
+
+
+def config(**over) -> ServiceConfig:
+    # One process: these tests are about what the receivers answer; grading processes (the default on a
+    # multi-core machine) are exercised by every test that starts `luckrate serve`, and by test_workers.py.
+    loop = Endpoint("127.0.0.1", 0)
+    return replace(ServiceConfig(spec=str(SPEC), grpc=loop, http=loop, prometheus=loop, root_grace=0.05,
+                                 max_request_bytes=LIMIT, workers=1), **over)

@@ -16,7 +16,7 @@ from luckrate.service.exemplars import LatestExemplar, trace_context
 from luckrate.service.prometheus import MetricsServer, wants_openmetrics
 from luckrate.service.tally import Tally, apply
 from luckrate.service.telemetry import INSTRUMENTS, Telemetry
-from tests.service.test_telemetry import BY_NAME, SPECS, samples, tele, trajectory  # noqa: F401 (tele: fixture)
+from tests.service.test_telemetry import BY_NAME, SPECS, samples, trajectory
 
 SPEC = SPECS["*"]
 TRACE_A, TRACE_B = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736"), bytes.fromhex("0af7651916cd43dd8448eb211c80319c")

@@ -17,34 +17,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceS
 
 from luckrate.core.spec import load_specs
 from luckrate.service.app import build
-from luckrate.service.config import Endpoint, ServiceConfig
-from tests.service.harness import SPEC, closed_by_server, otlp_json, parse_metrics, post, record_runs, request_of, total, wait_until
-from tests.service.test_e2e import runs
+from luckrate.service.config import Endpoint
+from tests.service.harness import LIMIT, SPEC, closed_by_server, config, otlp_json, parse_metrics, post, request_of, total, wait_until
 
 PROTO = "application/x-protobuf"
-LIMIT = 64 * 1024
 TOKEN = "t0ken"
-
-
-@pytest.fixture(scope="module")
-def spans():
-    return record_runs(runs(["clean"]))
-
-
-def config(**over) -> ServiceConfig:
-    # One process: these tests are about what the receivers answer; grading processes (the default on a
-    # multi-core machine) are exercised by every test that starts `luckrate serve`, and by test_workers.py.
-    loop = Endpoint("127.0.0.1", 0)
-    return replace(ServiceConfig(spec=str(SPEC), grpc=loop, http=loop, prometheus=loop, root_grace=0.05,
-                                 max_request_bytes=LIMIT, workers=1), **over)
-
-
-@pytest.fixture
-def service(request):
-    svc = build(config(**getattr(request, "param", {})), load_specs(SPEC))
-    svc.start()
-    yield svc
-    assert svc.stop(10)
 
 
 def urls(svc):

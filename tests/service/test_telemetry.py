@@ -14,8 +14,8 @@ from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs
 from luckrate.core.step import Step, Trajectory, numbered
 from luckrate.service.config import Endpoint
-from luckrate.service.prometheus import MetricsServer, PrometheusReader
-from luckrate.service.telemetry import INSTRUMENTS, OTHER, Labels, Telemetry, prometheus_name
+from luckrate.service.prometheus import MetricsServer
+from luckrate.service.telemetry import INSTRUMENTS, OTHER, Labels, prometheus_name
 from tests.scenarios import BY_NAME, Scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,14 +37,6 @@ def samples(text: str) -> dict[tuple[str, tuple], float]:
 
 def total(s: dict, name: str, **labels) -> float:
     return sum(v for (n, ls), v in s.items() if n == name and set(labels.items()) <= set(ls))
-
-
-@pytest.fixture
-def tele():
-    reader = PrometheusReader()
-    t = Telemetry([reader], Labels(SPECS, max_agents=2))
-    yield t, reader
-    t.shutdown()
 
 
 NAMES = [

@@ -16,7 +16,8 @@ from luckrate.core.spec import load_specs
 from luckrate.service.app import build
 from tests.service.harness import SPEC, record_runs, request_of
 from tests.service.test_e2e import runs
-from tests.service.test_receivers import PROTO, config
+from tests.service.harness import config
+from tests.service.test_receivers import PROTO
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl CLI to make certificates")
 

@@ -290,7 +290,7 @@ def test_pool_lifecycle_in_process_start_consume_kill_stop():
     from luckrate.core.spec import load_specs
     from luckrate.service.app import build
     from tests.service.harness import SPEC, parse_metrics
-    from tests.service.test_receivers import config
+    from tests.service.harness import config
 
     assert build(config(workers=2), load_specs(SPEC)).stop(5)  # never started
     cfg = replace(config(workers=2), idle_timeout=300.0, root_grace=0.2, max_request_bytes=2**24)
@@ -335,7 +335,7 @@ def test_a_stalled_worker_bounds_the_bytes_queued_for_it():
     from luckrate.core.spec import load_specs
     from luckrate.service.app import build
     from tests.service.harness import SPEC, parse_metrics
-    from tests.service.test_receivers import config
+    from tests.service.harness import config
 
     svc = build(replace(config(workers=2), max_request_bytes=64 * 1024, root_grace=0.2), load_specs(SPEC))
     svc.start()
@@ -395,7 +395,7 @@ def test_a_killed_worker_s_log_records_are_counted_and_their_room_given_back():
     from luckrate.core.spec import load_specs
     from luckrate.service.app import build
     from tests.service.harness import SPEC, parse_metrics
-    from tests.service.test_receivers import config
+    from tests.service.harness import config
 
     cfg = replace(config(workers=2), idle_timeout=300.0, max_trace_age=600.0, root_grace=0.2)
     svc = build(cfg, load_specs(SPEC))

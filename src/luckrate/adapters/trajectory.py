@@ -127,7 +127,7 @@ def _step(obj: Any, i: int, problems: Problems) -> Step | None:
         value = obj.get(key, 0.0)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             problems.append((where, f"'{key}' must be a number"))
-    if len(problems) > before:
+    if len(problems) > before or not isinstance(tool, str):
         return None
     return Step(
         index=i,

@@ -183,7 +183,7 @@ def _lines(text: str, parent: str) -> list[Field]:
             out.append(Field(above, stripped, True))
             i += 1
             continue
-        value, i = _scalar((kv or item)[2 if kv else 1], lines, i, indent)
+        value, i = _scalar(kv[2] if kv else item[1], lines, i, indent)  # type: ignore[index]  # one is set
         if kv:
             key = kv[1]
             if any(c in key for c in _ID_MARKS):  # a mapping keyed by data: {"kim@x.test": "rw"}
@@ -245,7 +245,7 @@ def _unfold(parts: list[str], quote: str) -> str:
     if quote == "'":
         return body.replace("''", "'")
     try:
-        return json.loads(f'"{body.replace(chr(92) + " ", " ")}"')
+        return str(json.loads(f'"{body.replace(chr(92) + " ", " ")}"'))
     except ValueError:
         return body
 

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -22,7 +24,7 @@ class GateResult:
     reasons: tuple[str, ...]
     """One line per reason, a person-readable sentence naming the run or case and the check."""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"failed": self.failed, "reasons": list(self.reasons)}
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import functools
 from dataclasses import dataclass
 
 from luckrate.core.checks import (CHECKS, DECLARED_BY, NEEDS_CLOCK, NEEDS_CONTENT, NEEDS_INPUT, NEEDS_MESSAGES, NEEDS_TURNS,
@@ -44,7 +47,7 @@ class RunGrade:
     def has(self, check: str, severity: Severity | None = None) -> bool:
         return any(v.check == check and (severity is None or v.severity is severity) for v in self.violations)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "case": self.case, "agent": self.agent, "output_ok": self.output_ok,
                 "path_ok": self.path_ok, "violations": [v.to_dict() for v in self.violations]}
 
@@ -71,24 +74,19 @@ def traced(traj: Trajectory, spec: Spec) -> Provenance:
     return trace(traj, scan=deep, thorough=deep)
 
 
-_PLANS: dict[int, tuple[Spec, tuple]] = {}
-_MAX_PLANS = 256
+Plan = tuple[tuple[tuple[str, Any], ...], ...]
+"""Per phase (steps, provenance, both), the enabled ``(name, check)`` pairs."""
 
 
-def _plan(spec: Spec) -> tuple:
-    """The checks a spec turns on, per phase: worked out once per spec, not once per run."""
-    entry = _PLANS.get(id(spec))
-    if entry is not None and entry[0] is spec:
-        return entry[1]
+@functools.lru_cache(maxsize=256)
+def _plan(spec: Spec) -> Plan:
+    """The checks a spec turns on, per phase: worked out once per spec (by value: a spec is immutable and
+    hashable), not once per run."""
 
     def on(name: str) -> bool:
         return spec.enabled(name.partition(":")[0]) and DECLARED_BY.get(name, bool)(spec)
 
-    plan = tuple(tuple((n, c) for n, c in checks if on(n)) for checks in (CHECKS, PROVENANCE_CHECKS, TRACED_CHECKS))
-    if len(_PLANS) >= _MAX_PLANS:
-        _PLANS.clear()
-    _PLANS[id(spec)] = (spec, plan)
-    return plan
+    return tuple(tuple((n, c) for n, c in checks if on(n)) for checks in (CHECKS, PROVENANCE_CHECKS, TRACED_CHECKS))
 
 
 def grade(traj: Trajectory, spec: Spec) -> RunGrade:

@@ -85,12 +85,12 @@ class Request:
     @classmethod
     def of(cls, prov: Provenance) -> Request:
         """The user's request, extended by the records it singled out by name (worked out once per run)."""
-        cached = getattr(prov, "request", None)
+        cached = prov.request
         if cached is None:
             base = cls.of_text(prov.user_text)
             handed = _delegated(prov, base)
             extra = [f.text for f in _named_records(prov, base)] if base.names else []
-            extra += [prov.index.text(position) for position in handed]
+            extra += [prov.sources.text(position) for position in handed]
             cached = cls.of_text("\n".join([prov.user_text, *extra])) if extra else base
             if handed:
                 cached = Request(cached.text, cached.words, cached.names, cached.tokens, frozenset(handed))
@@ -105,14 +105,14 @@ def endorsed(arg: Argument, origin: Origin, prov: Provenance, request: Request) 
     if origin.position in request.delegated:
         return "in the tasks the user handed over to this source"
     why = _covered(arg, origin, prov, request)
-    if why and instructs(prov.index.texts(origin, arg.matched), arg.matched):
+    if why and instructs(prov.sources.texts(origin, arg.matched), arg.matched):
         return None
     return why
 
 
 def _covered(arg: Argument, origin: Origin, prov: Provenance, request: Request) -> str | None:
     designated = _designated(origin, prov, request)
-    record = prov.index.record(origin)
+    record = prov.sources.record(origin)
     if record:
         named = _named(origin, record, prov, request)
         if named is not None:
@@ -187,14 +187,14 @@ def _address_of(address: str, request: Request) -> str | None:
     (``ana@...`` for "add Ana"; not ``sam.reyes-77@...``, which adds a name nobody wrote)."""
     words = _WORD.findall(address.casefold().split("@", 1)[0])
     if words and all(w in request.names for w in words):
-        return words[0]
+        return str(words[0])
     return None
 
 
 def _named_by_address(origin: Origin, prov: Provenance, request: Request) -> bool:
     """The call that produced ``origin``'s source was given a URL the user wrote, and the request does not
     ask for links *from* it ("the links on <url>")."""
-    for value in prov.index.called_at(origin.position):
+    for value in prov.sources.called_at(origin.position):
         key = forms.url_key(value)
         if key is None or "@" in value or not _written(value, request):
             continue
@@ -214,7 +214,7 @@ _LINKS_FROM = re.compile(r"\b(?:links?|urls?|websites?|sites?|pages?)\b[^.!?\n:(
 def _named(origin: Origin, record: list[Field], prov: Provenance, request: Request) -> Field | None:
     """The value field of ``record`` naming a person the request names, when it tells the record from its
     siblings."""
-    count, seen = prov.index.siblings(origin)
+    count, seen = prov.sources.siblings(origin)
     for f in record:
         value = f.text.casefold()
         if value in request.names and (count == 1 or seen.get((f.name, value), 0) < count):
@@ -230,7 +230,7 @@ def _described(origin: Origin, prov: Provenance, request: Request) -> bool:
         return False
     mine: set[str] = set()
     others: set[str] = set()
-    for f in prov.index.all_fields(origin):
+    for f in prov.sources.all_fields(origin):
         if f.prose and f.record is not None:
             (mine if f.record == prefix else others).update(_LONG_WORD.findall(f.text.casefold()))
     wanted = {w for w in request.words if len(w) >= 5}
@@ -240,9 +240,9 @@ def _described(origin: Origin, prov: Provenance, request: Request) -> bool:
 def _named_records(prov: Provenance, request: Request) -> list[Field]:
     """The free text of every record, in a source the request pointed at, that the request names."""
     out: list[Field] = []
-    for origin in prov.index.designated_records(lambda values: any(_written(v, request) for v in values)):
-        if _named(origin, prov.index.record(origin), prov, request) is not None:
-            out.extend(f for f in prov.index.record_fields(origin) if f.prose)
+    for origin in prov.sources.designated_records(lambda values: any(_written(v, request) for v in values)):
+        if _named(origin, prov.sources.record(origin), prov, request) is not None:
+            out.extend(f for f in prov.sources.record_fields(origin) if f.prose)
     return out
 
 
@@ -251,8 +251,8 @@ def _delegated(prov: Provenance, request: Request) -> list[int]:
     if _TASK_NOUN.search(request.text) is None:  # most requests hand nothing over: no source is looked at
         return []
     out = []
-    for position in prov.index.tool_positions():
-        for value in prov.index.called_at(position):
+    for position in prov.sources.tool_positions():
+        for value in prov.sources.called_at(position):
             at = request.text.find(value) if len(value) >= 3 else -1
             if at < 0 and forms.url_key(value):
                 at = request.text.find(forms.url_key(value) or "\0")
@@ -273,7 +273,7 @@ def _kind(value: str) -> str | None:
 
 def _designated(origin: Origin, prov: Provenance, request: Request) -> bool:
     """The call that produced the source was given something the user wrote (a file name, a URL, a channel)."""
-    return origin.source != USER and any(_written(v, request) for v in prov.index.called_at(origin.position))
+    return origin.source != USER and any(_written(v, request) for v in prov.sources.called_at(origin.position))
 
 
 def _written(value: str, request: Request) -> bool:
@@ -294,7 +294,7 @@ def labelled(arg: Argument, origins: list[Origin], prov: Provenance) -> bool:
         return False
     mention = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")s?\b\W{0,3}(?:#|no\.|number\s)?\s*"
                          + re.escape(arg.value.casefold()) + r"(?![\w.]\w)")
-    return any(mention.search(text.casefold()) for o in origins for text in prov.index.texts(o, arg.matched))
+    return any(mention.search(text.casefold()) for o in origins for text in prov.sources.texts(o, arg.matched))
 
 
 def labels(path: str) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -34,6 +36,6 @@ class LuckRate:
         rate = "—" if self.value is None else f"{100 * self.value:.1f}%"
         return f"Luck Rate {rate} {runs}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"lucky": self.lucky, "passed": self.passing,
                 "rate": None if self.value is None else round(self.value, 4)}

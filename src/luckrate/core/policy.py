@@ -29,7 +29,7 @@ class Order:
 class ArgRule:
     """What one argument's value must be; every part that is set must hold."""
 
-    allowed: frozenset | None = None
+    allowed: frozenset[str] | None = None
     """``in``: the allowed values, as ``value_key``s."""
     low: float | None = None
     high: float | None = None

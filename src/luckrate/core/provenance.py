@@ -33,17 +33,21 @@ The ceiling of the method, honestly, it cannot tell apart:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from itertools import filterfalse, repeat
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from luckrate.core import forms
 from luckrate.core.fields import Field, fields, record_of
 from luckrate.core.frozen import fast_init
 from luckrate.core.step import Trajectory
+
+if TYPE_CHECKING:
+    from luckrate.core.intent import Request
 
 USER = "user"
 MAX_ID_LENGTH = 256
@@ -202,12 +206,16 @@ class Origin:
     """True when found in free text; False when it is a value in its own field."""
     echo: bool = False
     """The step that returned it had been passed the same value: an echo of the agent's own input."""
-    position: int = field(default=-1, compare=False, repr=False)
+    position: int = dataclasses.field(default=-1, compare=False, repr=False)
     """The source's position in its ``SourceIndex``."""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "step": self.step, "field": self.field,
                 "kind": "text" if self.prose else "value", "echo": self.echo}
+
+
+_Positions = tuple[int, ...] | list[int]
+"""A key's source positions: a tuple while short, a list once long (``_catch_up``)."""
 
 
 class SourceIndex:
@@ -224,7 +232,8 @@ class SourceIndex:
     def __init__(self) -> None:
         self._sources: list[tuple[str, int | None, str, Any]] = []
         self._names: list[str] = []
-        self._users = 0
+        self.users = 0
+        """How many sources, from the first, are the user's input (read only)."""
         """User sources come first (``trace`` adds them before any step): positions below this are the user's."""
         self._folded: list[str] = []
         self._chars = 0
@@ -233,9 +242,9 @@ class SourceIndex:
         """key -> (positions holding it, sources scanned for it): the scanning mode's results."""
         self._scanned = 0
         """Characters scanned so far; past ``SCAN_FACTOR`` times ``_chars``, the token index takes over."""
-        self._tokens: dict[str, Sequence[int]] | None = None
+        self._tokens: dict[str, _Positions] | None = None
         self._tokens_upto = 0
-        self._forms: dict[str, Sequence[int]] = {}
+        self._forms: dict[str, _Positions] = {}
         self._forms_upto = 0
         self._located: dict[int, _Located] = {}
         self._user_keys: set[str] | None = None
@@ -246,22 +255,22 @@ class SourceIndex:
 
     def add(self, source: str, text: str, step: int | None = None, args: Any = None) -> None:
         """Add a source; ``args`` are the producing call's arguments (for echoes and designation)."""
-        if source == USER and self._users == len(self._sources):
-            self._users += 1
+        if source == USER and self.users == len(self._sources):
+            self.users += 1
         self._sources.append((source, step, text, args))
         self._names.append(source)
         if self._tokens is None:  # scanning: the text is searched case-folded (the index cuts its own)
             self._folded.append(searchable(text).casefold())
         self._chars += len(text)
 
-    def names(self, positions) -> frozenset[str]:
+    def names(self, positions: Iterable[int]) -> frozenset[str]:
         """The source names at ``positions``: one shared frozenset per distinct set of names (a long run has
         tens of thousands of arguments but a handful of source combinations, and each set is an object the
         garbage collector walks)."""
         names = frozenset(map(self._names.__getitem__, positions))
         return self._name_sets.setdefault(names, names)
 
-    def found(self, key: str, positions: list[int]) -> tuple[frozenset[str], tuple[int, ...]]:
+    def found(self, key: str, positions: Sequence[int]) -> tuple[frozenset[str], tuple[int, ...]]:
         """The names and positions of ``positions`` (``tokens_of(key)``), built once per key and length:
         a key's positions only ever grow by appending, and most arguments repeat (ids passed at every step)."""
         cache_key = (key, len(positions))
@@ -312,7 +321,7 @@ class SourceIndex:
             found.update(self._forms.get(key, ()))
         return found
 
-    def _catch_up(self, table: dict[str, Sequence[int]], start: int, keys_of) -> None:
+    def _catch_up(self, table: dict[str, _Positions], start: int, keys_of: Callable[[str], Iterable[str]]) -> None:
         # Positions as tuples while short: a long run's index holds a list for each of hundreds of thousands
         # of keys, and lists are containers every full garbage collection walks (a quarter of grading a
         # 10,000-step run); tuples of ints are untracked by the collector. Long ones become lists.
@@ -322,7 +331,7 @@ class SourceIndex:
                 found = get(key)
                 if found is None:
                     table[key] = (position,)
-                elif found.__class__ is list:
+                elif isinstance(found, list):
                     found.append(position)
                 elif len(found) < SHORT_POSITIONS:
                     table[key] = found + (position,)
@@ -347,16 +356,16 @@ class SourceIndex:
             located = self._located[position] = _Located(self._sources[position][2])
         return located
 
-    def user_positions(self, alternatives: list[tuple[str, ...]]) -> set[int]:
+    def user_positions(self, alternatives: Sequence[tuple[str, ...]]) -> set[int]:
         """The user sources, when the user wrote any alternative in any form (the user's text is short:
         its forms are computed once, not the whole index's)."""
         if self._user_keys is None:
             self._user_keys = set()
-            for _, _, text, _ in self._sources[:self._users]:
+            for _, _, text, _ in self._sources[:self.users]:
                 toks = tokens(text)
                 self._user_keys |= toks | forms.text_keys(text.casefold(), toks)
         if any(all(k in self._user_keys for k in alt) for alt in alternatives):
-            return set(range(self._users))
+            return set(range(self.users))
         return set()
 
     def texts(self, origin: Origin, keys: tuple[str, ...]) -> list[str]:
@@ -396,15 +405,15 @@ class SourceIndex:
 
     def tool_positions(self) -> range:
         """The positions of every tool result (user sources come first)."""
-        return range(self._users, len(self._sources))
+        return range(self.users, len(self._sources))
 
     def text(self, position: int) -> str:
         """The text of source ``position``."""
         return self._sources[position][2]
 
-    def designated_records(self, pointed) -> list[Origin]:
+    def designated_records(self, pointed: Callable[[frozenset[str]], bool]) -> list[Origin]:
         """One origin per record of every tool result whose call ``pointed(values given)`` accepts."""
-        out = []
+        out: list[Origin] = []
         for position, (source, step, _, _) in enumerate(self._sources):
             if source == USER or not pointed(self.called_at(position)):
                 continue
@@ -509,20 +518,23 @@ class Argument(NamedTuple):
     """For an embedded value: the whole free-text argument it was found in."""
 
 
-class Provenance(list):
+class Provenance(list[Argument]):
     """The traced arguments of one run (a list of ``Argument``), plus where each was found."""
 
-    def __init__(self, arguments: list[Argument], index: SourceIndex, user_text: str) -> None:
+    def __init__(self, arguments: list[Argument], sources: SourceIndex, user_text: str) -> None:
         super().__init__(arguments)
-        self.index = index
+        self.sources = sources
+        """Every source of the run (the user's input, each tool result), indexed by key."""
         self.user_text = user_text
         """The user's input, joined: what the user asked for, for checks that weigh intent."""
+        self.request: Request | None = None
+        """What the user's input asks for, worked out on first use by ``intent.Request.of``; None until then."""
 
     def origins(self, arg: Argument) -> list[Origin]:
         """Every place ``arg`` was found, located to a field of each tool result."""
         out: list[Origin] = []
         for position in arg.positions:
-            out.extend(self.index.origins(position, arg.matched))
+            out.extend(self.sources.origins(position, arg.matched))
         return out
 
 
@@ -617,11 +629,9 @@ def _lookup(index: SourceIndex, step: Any, path: str, value: str, embedded: bool
     # The common case, inline (a lookup per argument leaf is most of tracing): found verbatim, and for a
     # privileged tool found in the user's input too. Positions only grow by appending, so (key, length)
     # names their names and tuple.
-    if positions and (not thorough or positions[0] < index._users):
-        hit = index._found.get((key, len(positions)))
-        if hit is None:
-            hit = index.found(key, positions)
-        return Argument(step.index, step.tool, path, value, hit[0], (), (key,), hit[1], embedded)
+    if positions and (not thorough or positions[0] < index.users):
+        names, at = index.found(key, positions)
+        return Argument(step.index, step.tool, path, value, names, (), (key,), at, embedded)
     alternatives = forms.whole(key)
     looked_up = tuple(k for alt in alternatives[1:] for k in alt)
     if positions:  # found verbatim, but not in the user's input: did the user write it another way?

@@ -14,36 +14,18 @@ import json
 import re
 import runpy
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
+from luckrate.core.checks import DEFAULT_SEVERITY, SPEC_KEYS
 from luckrate.core.policy import DEFAULT_CONFIRM, ArgRule, Order, value_key
 from luckrate.core.violation import Severity
 
-DEFAULT_SEVERITY: dict[str, Severity] = {
-    "forbidden": Severity.HARD,
-    "required": Severity.HARD,
-    "before": Severity.HARD,
-    "taint": Severity.HARD,
-    "run_error": Severity.HARD,
-    "max_steps": Severity.SOFT,
-    "repeat": Severity.SOFT,
-    "failing_loop": Severity.SOFT,
-    "max_duration": Severity.SOFT,
-    "ungrounded": Severity.WARN,
-    "unknown_tool": Severity.WARN,
-    "confirm": Severity.HARD,
-    "terminal": Severity.HARD,
-    "once_per": Severity.HARD,
-    "arg": Severity.HARD,
-    "max_parallel": Severity.SOFT,
-}
-"""Every check's name and default severity; ``spec["severity"]`` overrides per check."""
-
 _TOOL_LISTS = ("required", "forbidden", "untrusted", "privileged")
-_KEYS = {"tools", *_TOOL_LISTS, "before", "max_steps", "max_failures", "max_duration", "severity",
-         "confirm", "confirm_pattern", "terminal", "once_per", "max_parallel", "args"}
+_KEYS = {"tools", "severity", *SPEC_KEYS}
+"""The keys a spec may have: the vocabulary, severity overrides, and the keys the checks own (``REGISTRY``)."""
 
 
 class InvalidSpec(ValueError):
@@ -85,9 +67,22 @@ def _spec_line(path: str, error: Exception) -> int | None:
     return line
 
 
+def _hashable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return frozenset((k, _hashable(v)) for k, v in value.items())
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, MappingProxyType):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
 @dataclass(frozen=True)
 class Spec:
-    """A validated spec. Tool sets are frozensets; ``tools`` empty means no vocabulary was declared."""
+    """A validated spec, immutable and hashable by value. Tool sets are frozensets, mappings read-only;
+    ``tools`` empty means no vocabulary was declared."""
 
     name: str = "spec"
     tools: tuple[str, ...] = ()
@@ -121,6 +116,26 @@ class Spec:
     """At most this many tool calls issued in one model turn."""
     args: Mapping[str, Mapping[str, ArgRule]] = field(default_factory=dict)
     """Tool -> argument -> the rule its value must keep."""
+
+    def __post_init__(self) -> None:
+        # Truly frozen: the mappings become read-only views of copies, so changing the dict a spec was built
+        # from, or the spec's own mapping, cannot turn a check off after validation.
+        for name in ("untrusted_fields", "overrides", "once_per"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+        args = {tool: MappingProxyType(dict(rules)) for tool, rules in self.args.items()}
+        object.__setattr__(self, "args", MappingProxyType(args))
+
+    def __hash__(self) -> int:
+        """By value, worked out once (a spec is immutable): equal specs share a grading plan."""
+        cached: int | None = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(_hashable(getattr(self, f.name)) for f in fields(self)))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __reduce__(self) -> tuple[type[Spec], tuple[Any, ...]]:
+        # Pickles (and copies) as its fields, the read-only views as plain dicts (a view does not pickle).
+        return type(self), tuple(_plain(getattr(self, f.name)) for f in fields(self))
 
     def severity(self, check: str) -> Severity:
         return self.overrides.get(check, DEFAULT_SEVERITY[check])
@@ -159,7 +174,10 @@ class Spec:
         return cls(
             name=name,
             tools=tuple(dict.fromkeys(tools)),
-            **{key: frozenset(value) for key, value in lists.items()},
+            required=frozenset(lists["required"]),
+            forbidden=frozenset(lists["forbidden"]),
+            untrusted=frozenset(lists["untrusted"]),
+            privileged=frozenset(lists["privileged"]),
             untrusted_fields=untrusted_fields,
             before=before,
             max_steps=max_steps,
@@ -175,7 +193,7 @@ def _suggest(word: str, choices: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _names(value: Any, key: str, problems: list, vocab: set[str] | None = None) -> list[str]:
+def _names(value: Any, key: str, problems: list[tuple[str, str]], vocab: set[str] | None = None) -> list[str]:
     if isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset)):
         problems.append((key, f"must be a list of tool names, got {type(value).__name__}"))
         return []
@@ -190,7 +208,7 @@ def _names(value: Any, key: str, problems: list, vocab: set[str] | None = None) 
     return names
 
 
-def _untrusted_fields(value: Any, problems: list, vocab: set[str]) -> dict[str, frozenset[str]]:
+def _untrusted_fields(value: Any, problems: list[tuple[str, str]], vocab: set[str]) -> dict[str, frozenset[str]]:
     """The dict form of ``untrusted``: ``{"fetch_mail": ["body", "subject"], "fetch_page": "*"}``."""
     if not isinstance(value, Mapping):
         return {}
@@ -217,7 +235,7 @@ def _untrusted_fields(value: Any, problems: list, vocab: set[str]) -> dict[str, 
     return out
 
 
-def _pairs(value: Any, problems: list, vocab: set[str]) -> tuple[tuple[str, str], ...]:
+def _pairs(value: Any, problems: list[tuple[str, str]], vocab: set[str]) -> tuple[tuple[str, str], ...]:
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
         problems.append(("before", f"must be a list of (earlier, later) pairs, got {type(value).__name__}"))
         return ()
@@ -234,7 +252,7 @@ def _pairs(value: Any, problems: list, vocab: set[str]) -> tuple[tuple[str, str]
     return tuple(pairs)
 
 
-def _overrides(value: Any, problems: list) -> dict[str, Severity]:
+def _overrides(value: Any, problems: list[tuple[str, str]]) -> dict[str, Severity]:
     if not isinstance(value, Mapping):
         problems.append(("severity", f"must be a dict of check name to severity, got {type(value).__name__}"))
         return {}
@@ -250,7 +268,7 @@ def _overrides(value: Any, problems: list) -> dict[str, Severity]:
     return out
 
 
-def _number(raw: Mapping, key: str, kind: type, problems: list) -> Any:
+def _number(raw: Mapping[str, Any], key: str, kind: type, problems: list[tuple[str, str]]) -> Any:
     value = raw.get(key)
     if value is None:
         return None
@@ -266,7 +284,7 @@ def _number(raw: Mapping, key: str, kind: type, problems: list) -> Any:
 _RULE_KEYS = ("in", "min", "max", "match", "from")
 
 
-def _policy(raw: Mapping, problems: list, vocab: set[str]) -> dict[str, Any]:
+def _policy(raw: Mapping[str, Any], problems: list[tuple[str, str]], vocab: set[str]) -> dict[str, Any]:
     """The policy keys' fields of ``Spec``, validated; problems are appended with their location."""
     return {
         "orders": _orders(raw.get("before", ()), problems, vocab),
@@ -279,7 +297,7 @@ def _policy(raw: Mapping, problems: list, vocab: set[str]) -> dict[str, Any]:
     }
 
 
-def _orders(value: Any, problems: list, vocab: set[str]) -> tuple[Order, ...]:
+def _orders(value: Any, problems: list[tuple[str, str]], vocab: set[str]) -> tuple[Order, ...]:
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
         return ()  # _pairs reports it
     orders = []
@@ -298,7 +316,7 @@ def _orders(value: Any, problems: list, vocab: set[str]) -> tuple[Order, ...]:
     return tuple(orders)
 
 
-def _one_or_many(value: Any, where: str, problems: list, vocab: set[str]) -> list[str]:
+def _one_or_many(value: Any, where: str, problems: list[tuple[str, str]], vocab: set[str]) -> list[str]:
     if value is None:
         problems.append((where, "missing: a tool name or a list of tool names"))
         return []
@@ -308,7 +326,7 @@ def _one_or_many(value: Any, where: str, problems: list, vocab: set[str]) -> lis
     return names
 
 
-def _same(value: Any, where: str, problems: list) -> tuple[str, str] | None:
+def _same(value: Any, where: str, problems: list[tuple[str, str]]) -> tuple[str, str] | None:
     if value is None:
         return None
     if isinstance(value, str) and value:
@@ -320,7 +338,7 @@ def _same(value: Any, where: str, problems: list) -> tuple[str, str] | None:
     return None
 
 
-def _regex(value: Any, where: str, problems: list) -> re.Pattern[str] | None:
+def _regex(value: Any, where: str, problems: list[tuple[str, str]]) -> re.Pattern[str] | None:
     if not isinstance(value, str):
         problems.append((where, f"must be a regular expression (a string), got {type(value).__name__}"))
         return None
@@ -331,7 +349,7 @@ def _regex(value: Any, where: str, problems: list) -> re.Pattern[str] | None:
         return None
 
 
-def _tool_dict(value: Any, key: str, what: str, problems: list, vocab: set[str]) -> dict[str, Any]:
+def _tool_dict(value: Any, key: str, what: str, problems: list[tuple[str, str]], vocab: set[str]) -> dict[str, Any]:
     """A dict keyed by tool name, with unknown tools reported (the values are the caller's)."""
     if not isinstance(value, Mapping):
         problems.append((key, f"must be a dict of tool name to {what}, got {type(value).__name__}"))
@@ -347,7 +365,7 @@ def _tool_dict(value: Any, key: str, what: str, problems: list, vocab: set[str])
     return out
 
 
-def _once_per(value: Any, problems: list, vocab: set[str]) -> dict[str, str]:
+def _once_per(value: Any, problems: list[tuple[str, str]], vocab: set[str]) -> dict[str, str]:
     out = {}
     for tool, arg in _tool_dict(value, "once_per", "argument name", problems, vocab).items():
         if isinstance(arg, str) and arg:
@@ -357,7 +375,7 @@ def _once_per(value: Any, problems: list, vocab: set[str]) -> dict[str, str]:
     return out
 
 
-def _args(value: Any, problems: list, vocab: set[str]) -> dict[str, dict[str, ArgRule]]:
+def _args(value: Any, problems: list[tuple[str, str]], vocab: set[str]) -> dict[str, dict[str, ArgRule]]:
     out: dict[str, dict[str, ArgRule]] = {}
     for tool, rules in _tool_dict(value, "args", "{argument: rule}", problems, vocab).items():
         if not isinstance(rules, Mapping) or not rules:
@@ -370,7 +388,7 @@ def _args(value: Any, problems: list, vocab: set[str]) -> dict[str, dict[str, Ar
     return out
 
 
-def _rule(rule: Any, where: str, problems: list, vocab: set[str]) -> ArgRule | None:
+def _rule(rule: Any, where: str, problems: list[tuple[str, str]], vocab: set[str]) -> ArgRule | None:
     if not isinstance(rule, Mapping) or not rule:
         problems.append((where, f"must be a rule: a dict with any of {', '.join(_RULE_KEYS)}, got {rule!r}"))
         return None
@@ -395,7 +413,7 @@ def _rule(rule: Any, where: str, problems: list, vocab: set[str]) -> ArgRule | N
     return ArgRule(allowed, low, high, match, sources)
 
 
-def _bound(rule: Mapping, key: str, where: str, problems: list) -> float | None:
+def _bound(rule: Mapping[str, Any], key: str, where: str, problems: list[tuple[str, str]]) -> float | None:
     value = rule.get(key)
     if value is None:
         return None
@@ -405,7 +423,7 @@ def _bound(rule: Mapping, key: str, where: str, problems: list) -> float | None:
     return value
 
 
-def _sources(value: Any, where: str, problems: list, vocab: set[str]) -> frozenset[str]:
+def _sources(value: Any, where: str, problems: list[tuple[str, str]], vocab: set[str]) -> frozenset[str]:
     if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value:
         problems.append((where, f"must be a non-empty list of sources (\"user\", \"tool:NAME\"), got {value!r}"))
         return frozenset()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass
 from enum import Enum
 
@@ -42,6 +44,6 @@ class Violation:
     source: str | None = None
     """For ``taint``: the untrusted tool that supplied the value (a metric label; not in the JSON report)."""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"check": self.check, "severity": self.severity.value, "step": self.step,
                 "tool": self.tool, "detail": self.detail}

@@ -17,6 +17,7 @@ from typing import Any
 
 from luckrate.adapters.otlp import OutputRule, logs_request_from_protobuf, request_from_protobuf, trajectory_from_spans
 from luckrate.adapters.otlp.compaction import records_at
+from luckrate.adapters.otlp.conventions import interning
 from luckrate.adapters.otlp.logs import events_at
 from luckrate.core.spec import load_specs
 from luckrate.service.assembler import Assembler, Limits
@@ -77,6 +78,7 @@ def worker_main(cfg: ServiceConfig, index: int, inbox, outbox, log_level: int = 
     assembler = Assembler(worker.handle, limits=limits, clock=clock, count=tally.add, release=tally.release,
                           release_logs=tally.release_records)
 
+    tables = interning()  # this process's own compaction tables: its buffer shares through them
     last = time.monotonic()
     while (message := _next(inbox, limits.bucket)) is not None:
         if message is _GONE:
@@ -91,7 +93,7 @@ def worker_main(cfg: ServiceConfig, index: int, inbox, outbox, log_level: int = 
                     assembler.add_logs(events_at(logs_request_from_protobuf(body), picks))
                 else:
                     assembler.add(records_at(request_from_protobuf(body), picks, keep_attribute=cfg.output_attribute,
-                                             packed=True))
+                                             packed=True, tables=tables))
             finally:
                 clock.stamp = None
         assembler.expire()

@@ -17,6 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from luckrate.adapters.otlp import SpanRecord, request_from_protobuf
 from luckrate.adapters.otlp.compaction import Rejected, records_at, route_spans
+from luckrate.adapters.otlp.conventions import interning
 from luckrate.adapters.otlp.logs import LogEvent, events_at, route_records
 from luckrate.service.assembler import SpanBudget
 from luckrate.service.wal import LogRefused, WriteAheadLog
@@ -103,6 +104,8 @@ class Intake:
         self._count = count
         self._keep = keep_attribute
         self._wal = wal
+        self._tables = interning()
+        """The compaction tables every record this intake buffers shares its strings and layouts through."""
         self._accepting = True
         self._lock = threading.Lock()
 
@@ -196,7 +199,7 @@ class Intake:
 
     def _records(self, request: ExportTraceServiceRequest, judged: Judged, raw: bytes | None) -> list[SpanRecord]:
         # The positions judged usable: each span's ids are checked once, not again while compacting.
-        return records_at(request, judged.picks[0], keep_attribute=self._keep, packed=True)
+        return records_at(request, judged.picks[0], keep_attribute=self._keep, packed=True, tables=self._tables)
 
     def _events(self, request: ExportLogsServiceRequest, judged: Judged, raw: bytes | None) -> list[LogEvent]:
         return events_at(request, judged.picks[0])

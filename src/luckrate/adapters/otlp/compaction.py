@@ -70,9 +70,64 @@ SHARED_MAX = 8192
 Bounded because span data is attacker-influenced: once full, new ones are kept unshared, never evicted."""
 SHARED_LENGTH = 128
 """Longest string shared."""
-_shared: dict[Any, Any] = {}
 _KEEP_EVENT_PREFIXES = ("gen_ai.",)
 _KEEP_EVENTS = frozenset({"exception"})
+
+
+class Interning:
+    """The tables compaction shares records' strings and layouts through, and the attribute keys it keeps.
+
+    State with an owner: one per process that buffers records (the service's ``Intake`` makes one, each
+    grading process its own) and passed down; a call that passes none gets fresh tables for that call.
+    ``keys``, ``prefixes`` and ``vocabulary`` extend the keys kept beyond the first three conventions'
+    (``conventions.interning()`` passes the registered conventions' keys). Bounded (``SHARED_MAX``,
+    ``LAYOUTS_MAX``) because span data is attacker-influenced: once full, new strings stay unshared."""
+
+    __slots__ = ("keep_keys", "keep_prefixes", "vocabulary", "strings", "key_rules", "layouts")
+
+    def __init__(self, keys: Iterable[str] = (), prefixes: Iterable[str] = (), vocabulary: Iterable[str] = ()):
+        self.keep_keys = _KEEP_KEYS | frozenset(keys) | frozenset(vocabulary)
+        self.keep_prefixes = tuple(dict.fromkeys(_KEEP_PREFIXES + tuple(prefixes)))
+        self.vocabulary = _VOCABULARY_KEYS | frozenset(vocabulary)
+        """Keys whose string values are shared like the keys themselves."""
+        self.strings: dict[str, str] = {}
+        """Shared strings: keys, span names, vocabulary values (each its own shared copy)."""
+        self.key_rules: dict[str, tuple[str | None, bool]] = {}
+        """Attribute key as sent -> (its shared copy, or None when the adapter does not read it; whether its
+        values are vocabulary). One probe instead of the prefix, key-set and sharing tests per attribute.
+        Bounded like ``strings``: once full, further keys are decided each time, not remembered."""
+        self.layouts: dict[tuple[str, ...], Layout] = {}
+        """Shared layouts (``spans.shared_layout``)."""
+
+    def share(self, value: str) -> str:
+        """The shared copy of a short string (one object for every record that holds it)."""
+        found = self.strings.get(value)
+        if found is not None:
+            return found
+        if len(self.strings) < SHARED_MAX:  # callers pass only strings up to SHARED_LENGTH
+            self.strings[value] = value
+        return value
+
+    def shared_text(self, text: str) -> str:
+        return self.share(text) if len(text) <= SHARED_LENGTH else text
+
+    def key_rule(self, key: str) -> tuple[str | None, bool]:
+        rule = self.key_rules.get(key)
+        if rule is not None:
+            return rule
+        if key in self.keep_keys or key.startswith(self.keep_prefixes):
+            rule = (self.shared_text(key[:256]), key in self.vocabulary)
+        else:
+            rule = _DROP
+        if len(self.key_rules) < SHARED_MAX and len(key) <= SHARED_LENGTH:
+            self.key_rules[key] = rule
+        return rule
+
+
+def _fresh() -> Interning:
+    from luckrate.adapters.otlp.conventions import interning  # the convention registry imports this module
+
+    return interning()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,18 +140,23 @@ class Rejected:
 
 def records_from_request(
     req: ExportTraceServiceRequest, *, keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE, packed: bool = False,
+    tables: Interning | None = None,
 ) -> tuple[list[Any], list[Rejected]]:
     """Compact every usable span of the request; count the others by reason. Never raises on content.
-    ``packed``: ``PackedSpan``s, for a buffer that holds them until their trace completes."""
+    ``packed``: ``PackedSpan``s, for a buffer that holds them until their trace completes. ``tables``: the
+    caller's ``Interning`` (records of one buffer share through one); None for fresh ones."""
     picks, rejected = route_spans(req, 1)
-    return records_at(req, picks[0], keep_attribute=keep_attribute, packed=packed), rejected
+    return records_at(req, picks[0], keep_attribute=keep_attribute, packed=packed, tables=tables), rejected
 
 
 def records_at(req: ExportTraceServiceRequest, picks: Iterable[int], *,
-               keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE, packed: bool = False) -> list[Any]:
+               keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE, packed: bool = False,
+               tables: Interning | None = None) -> list[Any]:
     """Compact the spans at these positions (ascending, counted over the request's spans in order), already
     judged usable (``route_spans``): a grading process reaches its share without a Python step over the
-    spans it does not own. ``packed`` as in ``records_from_request``."""
+    spans it does not own. ``packed`` and ``tables`` as in ``records_from_request``."""
+    if tables is None:
+        tables = _fresh()
     records: list[Any] = []
     ids: dict[bytes, bytes] = {}
     wanted = iter(picks)
@@ -109,7 +169,7 @@ def records_at(req: ExportTraceServiceRequest, picks: Iterable[int], *,
             spans = ss.spans
             end = first + len(spans)
             while pick is not None and pick < end:
-                records.append(_record(spans[pick - first], keep_attribute, ids, packed))
+                records.append(_record(spans[pick - first], keep_attribute, ids, packed, tables))
                 pick = next(wanted, None)
             first = end
     return records
@@ -161,21 +221,21 @@ def _reject_reason(span: Any) -> str | None:
     return "bad_parent_id" if parent and len(parent) != 8 else None
 
 
-def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes], packed: bool = False) -> Any:
+def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes], packed: bool, tables: Interning) -> Any:
     # The budget is spent in field order: name, status message, attributes, events. Common cases (a
     # shared name, no status message, no events) skip the helper calls.
     budget = Budget(MAX_SPAN_TEXT)
     name = span.name
-    shared_name = _shared.get(name)
+    shared_name = tables.strings.get(name)
     if shared_name is not None:
         budget.left -= len(shared_name)
         name = shared_name
     else:
-        name = _shared_text(budget.text(name, 1024))
+        name = tables.shared_text(budget.text(name, 1024))
     status = span.status
     message = status.message
     message = budget.text(message, MAX_STATUS_MESSAGE) if message else ""
-    layout, values = _attributes(span.attributes, keep_attribute, budget)
+    layout, values = _attributes(span.attributes, keep_attribute, budget, tables)
     events = span.events
     events = _events(events, budget) if events else ()
     parent = span.parent_span_id
@@ -196,67 +256,26 @@ def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes], packed: boo
 _NEW_TUPLE = tuple.__new__
 
 
-def _share(value: str) -> str:
-    """The shared copy of a short string (one object for every record that holds it)."""
-    found = _shared.get(value)
-    if found is not None:
-        return found
-    if len(_shared) < SHARED_MAX:  # callers pass only strings up to SHARED_LENGTH
-        _shared[value] = value
-    return value
-
-
-def _shared_text(text: str) -> str:
-    return _share(text) if len(text) <= SHARED_LENGTH else text
-
-
 _SCALARS = frozenset({"bool_value", "int_value", "double_value"})
 _DROP = (None, False)
-_key_rules: dict[str, tuple[str | None, bool]] = {}
-"""Attribute key as sent -> (its shared copy, or None when the adapter does not read it; whether its
-values are vocabulary). One probe instead of the prefix, key-set and sharing tests per attribute.
-Bounded like the shared table: once full, further keys are decided each time, not remembered."""
 
 
-def keep(keys: Iterable[str] = (), prefixes: Iterable[str] = (), vocabulary: Iterable[str] = ()) -> None:
-    """Keep these attribute keys (and keys under these prefixes) too: how a convention registered in
-    conventions.py, at import, has the keys it reads kept. ``vocabulary`` keys get their values shared."""
-    global _KEEP_KEYS, _KEEP_PREFIXES, _VOCABULARY_KEYS
-    _KEEP_KEYS = _KEEP_KEYS | frozenset(keys) | frozenset(vocabulary)
-    _KEEP_PREFIXES = tuple(dict.fromkeys(_KEEP_PREFIXES + tuple(prefixes)))
-    _VOCABULARY_KEYS = _VOCABULARY_KEYS | frozenset(vocabulary)
-    _key_rules.clear()  # decisions made before may have dropped a key now kept
-
-
-def _key_rule(key: str) -> tuple[str | None, bool]:
-    rule = _key_rules.get(key)
-    if rule is not None:
-        return rule
-    if key in _KEEP_KEYS or key.startswith(_KEEP_PREFIXES):
-        rule = (_shared_text(key[:256]), key in _VOCABULARY_KEYS)
-    else:
-        rule = _DROP
-    if len(_key_rules) < SHARED_MAX and len(key) <= SHARED_LENGTH:
-        _key_rules[key] = rule
-    return rule
-
-
-def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "Budget") -> tuple[Layout, list[Any]]:
+def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: Budget, tables: Interning) -> tuple[Layout, list[Any]]:
     """``layout`` and ``values`` for a record: the kept attributes, the first of a repeated key."""
-    # The hot loop of compaction: one pass, one probe per key (``_key_rules``), strings within budget and
+    # The hot loop of compaction: one pass, one probe per key (``key_rules``), strings within budget and
     # shared-table hits handled inline, the budget in a local (a helper call or attribute access per
     # attribute cost as much as upb's own access, the README's Benchmarks section).
     layout: Layout = {}
     values: list[Any] = []
-    shared, rules = _shared, _key_rules
+    shared, rules = tables.strings, tables.key_rules
     left = budget.left
     for kv in kvs:
         raw = kv.key
-        key, vocabulary = rules.get(raw) or _key_rule(raw)
+        key, vocabulary = rules.get(raw) or tables.key_rule(raw)
         if key is None:
             if raw != keep_attribute:
                 continue
-            key = _shared_text(raw[:256])
+            key = tables.shared_text(raw[:256])
         elif len(values) >= MAX_ATTRIBUTES and raw != keep_attribute:
             continue
         if key in layout:
@@ -282,10 +301,10 @@ def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: "Budget") -> tu
             text = budget.text(text)
             left = budget.left
         if vocabulary and len(text) <= SHARED_LENGTH:
-            text = shared.get(text) or _share(text)
+            text = shared.get(text) or tables.share(text)
         values.append(text)
     budget.left = left
-    return shared_layout(layout), values
+    return shared_layout(layout, tables.layouts), values
 
 
 def keeps_event(name: str) -> bool:

@@ -66,8 +66,13 @@ ANSWER_TOOLS = frozenset(c.answer_tool for c in CONVENTIONS if c.answer_tool)
 """Tools whose call is an agent's reply to the user (turns.py reads it as the agent speaking)."""
 _CLASSIFIERS = tuple((c.markers, c.classify) for c in CONVENTIONS)
 _READERS = tuple((c.markers, c.messages) for c in CONVENTIONS if c.messages is not None)
-for _c in CONVENTIONS:
-    compaction.keep(_c.keys)
+KEYS = frozenset(key for c in CONVENTIONS for key in c.keys)
+"""The attribute keys the registered conventions read beyond those compaction keeps for the first three."""
+
+
+def interning() -> compaction.Interning:
+    """Fresh compaction tables that keep every registered convention's keys: one per buffer's owner."""
+    return compaction.Interning(KEYS)
 
 
 def classify(rec: SpanRecord) -> Role | None:

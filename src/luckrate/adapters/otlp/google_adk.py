@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from luckrate.adapters.otlp.messages import Message
-from luckrate.adapters.otlp.payloads import Requested, load_text
+from luckrate.adapters.otlp.messages import Message, parts_message
+from luckrate.adapters.otlp.payloads import load_text
 from luckrate.adapters.otlp.roles import ModelRole, Role, tool_role
 from luckrate.adapters.otlp.spans import SpanRecord
 
@@ -74,21 +74,14 @@ def _content(obj: Any) -> Message | None:
     if not isinstance(obj, dict) or not isinstance(obj.get("parts"), list):
         return None
     role = "assistant" if obj.get("role") == "model" else str(obj.get("role") or "")
-    texts, calls, responses = [], [], []
-    for part in obj["parts"]:
-        if not isinstance(part, dict):
-            continue
-        call, response = part.get("function_call"), part.get("function_response")
-        if isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        elif isinstance(call, dict) and isinstance(call.get("name"), str):
-            calls.append(Requested(call["name"], call.get("args"), _id(call.get("id"))))
-        elif isinstance(response, dict):
-            result = response.get("response")
-            if isinstance(result, dict) and set(result) == {"result"}:
-                result = result["result"]
-            responses.append((_id(response.get("id")), result))
-    return Message(role, tuple(texts), tuple(calls), tuple(responses))
+    return parts_message(role, obj["parts"], ("function_call", "args", "id"), "function_response", _response)
+
+
+def _response(response: dict[str, Any]) -> tuple[str | None, Any]:
+    result = response.get("response")
+    if isinstance(result, dict) and set(result) == {"result"}:
+        result = result["result"]
+    return _id(response.get("id")), result
 
 
 def _id(value: Any) -> str | None:

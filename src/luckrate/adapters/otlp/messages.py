@@ -16,7 +16,7 @@ A tool message's result is marked failed only by the fields a convention defines
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -313,3 +313,24 @@ def _id(value: Any) -> str | None:
 
 def user_texts(messages: list[Message]) -> tuple[str, ...]:
     return tuple(t for m in messages if m.role in ("user", "human") for t in m.texts if captured(t))
+
+
+def parts_message(role: str, parts: Iterable[Any], call: tuple[str, str, str], result: str,
+                  result_of: Callable[[dict[str, Any]], tuple[str | None, Any]]) -> Message:
+    """One message from a list of content parts, each a text, a tool call or a tool result, as Google ADK
+    (``parts``) and Strands (content blocks) write them: ``call`` names the call part's key, its arguments'
+    key and its id's key; ``result_of(part[result])`` gives a result's ``(call id, result)``. Other parts
+    are passed over."""
+    call_key, args_key, id_key = call
+    texts, calls, responses = [], [], []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        requested, returned = part.get(call_key), part.get(result)
+        if isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif isinstance(requested, dict) and isinstance(requested.get("name"), str):
+            calls.append(Requested(requested["name"], requested.get(args_key), _id(requested.get(id_key))))
+        elif isinstance(returned, dict):
+            responses.append(result_of(returned))
+    return Message(role, tuple(texts), tuple(calls), tuple(responses))

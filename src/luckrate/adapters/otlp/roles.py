@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from luckrate.adapters.otlp.payloads import captured, tool_message_call_id
-from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.core.frozen import fast_init
 
 

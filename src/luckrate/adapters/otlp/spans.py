@@ -21,7 +21,6 @@ LAYOUTS_MAX = 4096
 memory beyond the bound, and never sharing for good."""
 LAYOUT_KEYS = 32
 """Layouts of more keys are not shared (flattened message lists differ per span anyway)."""
-_layouts: dict[tuple[str, ...], "Layout"] = {}
 
 Attributes = tuple[tuple[str, Any], ...]
 Layout = dict[str, int]
@@ -78,14 +77,15 @@ class SpanRecord:
 
     @classmethod
     def build(cls, *, attributes: Iterable[tuple[str, Any]] = (), **fields: Any) -> "SpanRecord":
-        """A record from ``(key, value)`` pairs (the first of a repeated key wins) and the other fields."""
+        """A record from ``(key, value)`` pairs (the first of a repeated key wins) and the other fields; its
+        layout is its own (compaction shares layouts through its ``Interning``)."""
         layout: Layout = {}
         values: list[Any] = []
         for key, value in attributes:
             if key not in layout:
                 layout[key] = len(values)
                 values.append(value)
-        return cls(layout=shared_layout(layout), values=tuple(values), **fields)
+        return cls(layout=layout, values=tuple(values), **fields)
 
     def get(self, key: str, default: Any = None) -> Any:
         """The attribute's value (the first one sent, if a key repeats)."""
@@ -128,17 +128,17 @@ class LayoutMemo:
         return value
 
 
-def shared_layout(layout: Layout) -> Layout:
-    """The shared copy of a layout with these keys in this order (a new one is shared while room is left)."""
+def shared_layout(layout: Layout, layouts: dict[tuple[str, ...], Layout]) -> Layout:
+    """The shared copy in ``layouts`` (its owner's table) of a layout with these keys in this order."""
     if len(layout) > LAYOUT_KEYS:
         return layout
     keys = tuple(layout)
-    found = _layouts.get(keys)
+    found = layouts.get(keys)
     if found is not None:
         return found
-    if len(_layouts) >= LAYOUTS_MAX:
-        _layouts.clear()
-    _layouts[keys] = layout
+    if len(layouts) >= LAYOUTS_MAX:
+        layouts.clear()
+    layouts[keys] = layout
     return layout
 
 

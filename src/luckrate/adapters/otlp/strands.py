@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from luckrate.adapters.otlp.messages import Message
-from luckrate.adapters.otlp.payloads import Requested, load_text
+from luckrate.adapters.otlp.messages import Message, parts_message
+from luckrate.adapters.otlp.payloads import load_text
 from luckrate.adapters.otlp.roles import Role, tool_role
 from luckrate.adapters.otlp.spans import SpanRecord
 
@@ -78,18 +78,11 @@ def _message(role: str, raw: Any) -> Message | None:
     blocks = load_text(raw) if isinstance(raw, str) else raw
     if not isinstance(blocks, list):
         return Message(role, texts=(str(blocks),))
-    texts, calls, responses = [], [], []
-    for block in blocks[:MAX_BLOCKS]:
-        if not isinstance(block, dict):
-            continue
-        use, result = block.get("toolUse"), block.get("toolResult")
-        if isinstance(block.get("text"), str):
-            texts.append(block["text"])
-        elif isinstance(use, dict) and isinstance(use.get("name"), str):
-            calls.append(Requested(use["name"], use.get("input"), _id(use.get("toolUseId"))))
-        elif isinstance(result, dict):
-            responses.append((_id(result.get("toolUseId")), _blocks_text(result.get("content"))))
-    return Message(role, tuple(texts), tuple(calls), tuple(responses))
+    return parts_message(role, blocks[:MAX_BLOCKS], ("toolUse", "input", "toolUseId"), "toolResult", _result)
+
+
+def _result(result: dict[str, Any]) -> tuple[str | None, Any]:
+    return _id(result.get("toolUseId")), _blocks_text(result.get("content"))
 
 
 def _shown(raw: Any) -> Any:

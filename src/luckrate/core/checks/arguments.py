@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from luckrate.core.provenance import Argument
 from luckrate.core.policy import ArgRule, value_key
-from luckrate.core.spec import Spec
 from luckrate.core.step import Trajectory
 from luckrate.core.violation import Violation
+
+if TYPE_CHECKING:
+    from luckrate.core.spec import Spec  # annotations only: spec.py imports the check registry
 
 
 def once_per(traj: Trajectory, spec: Spec) -> Iterator[Violation]:

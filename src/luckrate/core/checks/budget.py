@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from luckrate.core.spec import Spec
 from luckrate.core.step import Step, Trajectory
 from luckrate.core.violation import Violation
+
+if TYPE_CHECKING:
+    from luckrate.core.spec import Spec  # annotations only: spec.py imports the check registry
 
 
 def max_steps(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
@@ -80,7 +83,7 @@ def max_parallel(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
     if spec.max_parallel is None:
         return
     sizes = Counter(turn for turn in traj.model_turns if turn is not None)
-    issued: Counter = Counter()
+    issued: Counter[int] = Counter()
     for step, turn in zip(traj.steps, traj.model_turns):
         if turn is None:
             continue

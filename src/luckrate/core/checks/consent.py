@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from luckrate.core.spec import Spec
 from luckrate.core.step import USER, Message, Trajectory
 from luckrate.core.violation import Violation
+
+if TYPE_CHECKING:
+    from luckrate.core.spec import Spec  # annotations only: spec.py imports the check registry
 
 
 def confirm(traj: Trajectory, spec: Spec) -> Iterator[Violation]:

@@ -37,6 +37,8 @@ The ceiling, honestly (what a trace alone cannot tell):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -44,8 +46,10 @@ from luckrate.core.fields import field_name
 from luckrate.core.frozen import fast_init
 from luckrate.core.intent import Request, endorsed, labelled, weak
 from luckrate.core.provenance import USER, Argument, Origin, Provenance, source_name
-from luckrate.core.spec import Spec
 from luckrate.core.violation import Violation
+
+if TYPE_CHECKING:
+    from luckrate.core.spec import Spec  # annotations only: spec.py imports the check registry
 
 
 def is_ungrounded(arg: Argument) -> bool:
@@ -146,7 +150,7 @@ def judge(arg: Argument, prov: Provenance, spec: Spec) -> Judgement:
         return Judgement(True, f"named by its label in untrusted {', '.join(_where(o) for o in named)}", tuple(named))
     if good:
         return Judgement(False, f"also in trusted {_where(good[0])}")
-    if arg.embedded and any(prov.index.copied_whole(o, arg.whole) for o in bad):
+    if arg.embedded and any(prov.sources.copied_whole(o, arg.whole) for o in bad):
         # A channel or file whose name holds injected text, named as it is: a reference, not the agent
         # writing the identifier it contains.
         return Judgement(False, "the whole argument is a name copied from the source, not text written from it")
@@ -177,7 +181,7 @@ def _where(origin: Origin) -> str:
     return f"{origin.source}{step}{field} [{kind}]" if origin.source != USER else USER
 
 
-def explain(prov: Provenance, spec: Spec) -> list[dict]:
+def explain(prov: Provenance, spec: Spec) -> list[dict[str, Any]]:
     """Every traced argument with its sources and why it was or was not ungrounded or taint (``--explain``)."""
     out = []
     asked = AskedFor()

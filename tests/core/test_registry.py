@@ -1,0 +1,109 @@
+"""One registry of checks (core/checks REGISTRY): the validator, the severity table and the README's check
+table all come from it; and a Spec, once validated, cannot change."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import re
+from pathlib import Path
+
+import pytest
+
+from luckrate.core.checks import BY_NAME, DEFAULT_SEVERITY, REGISTRY, SPEC_KEYS
+from luckrate.core.grade import _plan, grade
+from luckrate.core.spec import InvalidSpec, Spec
+from luckrate.core.violation import Severity
+from tests.core.helpers import run, step
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_checks() -> dict[str, str]:
+    """``check -> default`` from the README's table under '## Checks'."""
+    section = README.read_text().split("\n## Checks\n", 1)[1].split("\n## ", 1)[0]
+    return dict(re.findall(r"^\| `([a-z_]+)` \| (hard|soft|warn) \|", section, flags=re.M))
+
+
+def test_readme_check_table_is_the_registry():
+    assert readme_checks() == {name: sev.value for name, sev in DEFAULT_SEVERITY.items()}
+
+
+def test_every_part_belongs_to_a_registered_check():
+    for check in REGISTRY:
+        base, _, part = check.name.partition(":")
+        assert (check.severity is None) == bool(part), check.name
+        assert base in DEFAULT_SEVERITY, check.name
+
+
+def test_names_are_unique():
+    assert len(BY_NAME) == len(REGISTRY)
+
+
+@pytest.mark.parametrize("key", sorted(SPEC_KEYS))
+def test_validator_accepts_every_key_a_check_owns(key):
+    with pytest.raises(InvalidSpec) as e:
+        Spec.from_dict({key: object(), "surplus": 1})
+    assert [where for where, _ in e.value.problems if "unknown key" in _] == ["surplus"]
+
+
+@pytest.mark.parametrize("check", sorted(DEFAULT_SEVERITY))
+def test_validator_knows_every_check_name(check):
+    assert Spec.from_dict({"severity": {check: "off"}}).severity(check) is Severity.OFF
+
+
+def test_validator_rejects_a_name_no_check_has():
+    with pytest.raises(InvalidSpec, match=r"severity\.forbiden: unknown check \(did you mean 'forbidden'\?\)"):
+        Spec.from_dict({"severity": {"forbiden": "off"}})
+
+
+RAW = {
+    "tools": ["a", "b"],
+    "forbidden": ["b"],
+    "once_per": {"a": "id"},
+    "severity": {"forbidden": "warn"},
+    "untrusted": {"a": ["body"]},
+    "args": {"a": {"id": {"in": ["1", "2"]}}},
+}
+
+
+def test_changing_the_dict_after_validation_changes_nothing():
+    raw = copy.deepcopy(RAW)
+    spec = Spec.from_dict(raw)
+    raw["severity"]["forbidden"] = "off"
+    raw["once_per"].clear()
+    assert spec.severity("forbidden") is Severity.WARN and dict(spec.once_per) == {"a": "id"}
+
+
+@pytest.mark.parametrize("field", ["overrides", "once_per", "untrusted_fields", "args"])
+def test_a_spec_mapping_is_read_only(field):
+    spec = Spec.from_dict(RAW)
+    with pytest.raises(TypeError):
+        getattr(spec, field)["forbidden"] = Severity.OFF
+
+
+def test_nested_argument_rules_are_read_only():
+    with pytest.raises(TypeError):
+        Spec.from_dict(RAW).args["a"]["id"] = None
+
+
+def test_equal_specs_hash_alike_and_share_one_plan():
+    a, b = Spec.from_dict(copy.deepcopy(RAW)), Spec.from_dict(copy.deepcopy(RAW))
+    assert a == b and hash(a) == hash(b) and a is not b
+    assert _plan(a) is _plan(b)
+    assert hash(Spec.from_dict({**RAW, "severity": {"forbidden": "off"}})) != hash(a)
+
+
+def test_a_spec_pickles_and_copies_to_an_equal_spec():
+    spec = Spec.from_dict(RAW)
+    for again in (pickle.loads(pickle.dumps(spec)), copy.deepcopy(spec), copy.copy(spec)):
+        assert again == spec and hash(again) == hash(spec)
+        with pytest.raises(TypeError):
+            again.overrides["forbidden"] = Severity.OFF  # type: ignore[index]
+
+
+def test_severity_override_reaches_the_grade():
+    traj = run(step("b"))
+    assert [v.severity for v in grade(traj, Spec.from_dict(RAW)).violations] == [Severity.WARN]
+    off = Spec.from_dict({**RAW, "severity": {"forbidden": "off"}})
+    assert not grade(traj, off).has("forbidden")

@@ -1,0 +1,34 @@
+"""Fixtures shared by the service tests: an in-process service, a recorded clean run, a telemetry pair."""
+
+from __future__ import annotations
+
+import pytest
+
+from luckrate.core.spec import load_specs
+from luckrate.service.app import build
+from luckrate.service.prometheus import PrometheusReader
+from luckrate.service.telemetry import Labels, Telemetry
+from tests.service.harness import SPEC, config, record_runs
+from tests.service.test_e2e import runs
+from tests.service.test_telemetry import SPECS
+
+
+@pytest.fixture(scope="module")
+def spans():
+    return record_runs(runs(["clean"]))
+
+
+@pytest.fixture
+def service(request):
+    svc = build(config(**getattr(request, "param", {})), load_specs(SPEC))
+    svc.start()
+    yield svc
+    assert svc.stop(10)
+
+
+@pytest.fixture
+def tele():
+    reader = PrometheusReader()
+    t = Telemetry([reader], Labels(SPECS, max_agents=2))
+    yield t, reader
+    t.shutdown()
