@@ -85,21 +85,44 @@ class Collector:
         self.ports = {k: _port() for k in ("grpc", "http", "health", "telemetry", "prometheus")}
         override = {
             "extensions": {"health_check": {"endpoint": f"127.0.0.1:{self.ports['health']}"}},
-            "receivers": {"otlp": {"protocols": {"grpc": {"endpoint": f"127.0.0.1:{self.ports['grpc']}"},
-                                                 "http": {"endpoint": f"127.0.0.1:{self.ports['http']}"}}}},
-            "exporters": {"prometheus": {"endpoint": f"127.0.0.1:{self.ports['prometheus']}"},
-                          "otlp/luckrate": {"endpoint": luckrate}},
-            "service": {"pipelines": {"traces": {"exporters": ["otlp/luckrate"]}},
-                        "telemetry": {"logs": {"level": "warn"}, "metrics": {"readers": [{"pull": {"exporter": {
-                            "prometheus": {"host": "127.0.0.1", "port": self.ports["telemetry"]}}}}]}}},
+            "receivers": {
+                "otlp": {
+                    "protocols": {
+                        "grpc": {"endpoint": f"127.0.0.1:{self.ports['grpc']}"},
+                        "http": {"endpoint": f"127.0.0.1:{self.ports['http']}"},
+                    }
+                }
+            },
+            "exporters": {
+                "prometheus": {"endpoint": f"127.0.0.1:{self.ports['prometheus']}"},
+                "otlp/luckrate": {"endpoint": luckrate},
+            },
+            "service": {
+                "pipelines": {"traces": {"exporters": ["otlp/luckrate"]}},
+                "telemetry": {
+                    "logs": {"level": "warn"},
+                    "metrics": {
+                        "readers": [
+                            {
+                                "pull": {
+                                    "exporter": {"prometheus": {"host": "127.0.0.1", "port": self.ports["telemetry"]}}
+                                }
+                            }
+                        ]
+                    },
+                },
+            },
         }
         self._override = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
         json.dump(override, self._override)
         self._override.close()
         self._log = tempfile.TemporaryFile("w+")
-        self.proc = subprocess.Popen([str(BINARY), "--config", str(CONFIG), "--config", self._override.name],
-                                     stdout=self._log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, "TRACING_BACKEND_ENDPOINT": "127.0.0.1:1"})
+        self.proc = subprocess.Popen(
+            [str(BINARY), "--config", str(CONFIG), "--config", self._override.name],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "TRACING_BACKEND_ENDPOINT": "127.0.0.1:1"},
+        )
         harness.wait_for(self._healthy, "the collector's health check", timeout=60)
 
     def _healthy(self) -> bool:
@@ -115,8 +138,10 @@ class Collector:
     def sent_spans(self) -> float:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.ports['telemetry']}/metrics", timeout=30) as r:
             samples = harness.parse_metrics(r.read().decode())
-        return sum(harness.total(samples, name, exporter="otlp/luckrate")
-                   for name in ("otelcol_exporter_sent_spans", "otelcol_exporter_sent_spans_total"))
+        return sum(
+            harness.total(samples, name, exporter="otlp/luckrate")
+            for name in ("otelcol_exporter_sent_spans", "otelcol_exporter_sent_spans_total")
+        )
 
     def kill(self) -> None:
         # SIGKILL: a SIGTERM would drain the queue into luckrate first, which is not what is measured.
@@ -146,8 +171,9 @@ def _measure(s: Settings, flags: tuple[str, ...], via_collector: bool, rate: flo
     collector = Collector(server.target("grpc")) if via_collector else None
     try:
         target = f"127.0.0.1:{collector.ports['grpc']}" if collector else server.target("grpc")
-        load = harness.Load("grpc", [target], duration=s.warm + s.window + 1.0, rate=rate,
-                            cpus=None if collector else _cpu(s, 1))
+        load = harness.Load(
+            "grpc", [target], duration=s.warm + s.window + 1.0, rate=rate, cpus=None if collector else _cpu(s, 1)
+        )
         time.sleep(s.warm)
         a, cpu_a = server.scrape(), cpu_seconds(server.proc.pid)
         col_a = (collector.sent_spans(), cpu_seconds(collector.proc.pid)) if collector else None
@@ -163,7 +189,9 @@ def _measure(s: Settings, flags: tuple[str, ...], via_collector: bool, rate: flo
             collector.kill()
     if result["errors"]:
         raise RuntimeError(f"{result['errors']} request(s) failed: {result['first_error']}")
-    graded = (harness.total(b, "luckrate_runs_total") - harness.total(a, "luckrate_runs_total")) * traffic.SPANS_PER_TRACE
+    graded = (
+        harness.total(b, "luckrate_runs_total") - harness.total(a, "luckrate_runs_total")
+    ) * traffic.SPANS_PER_TRACE
     if not graded:
         raise RuntimeError("luckrate graded nothing in the window")
     out = {"graded_per_s": graded / seconds, "luckrate_cpu_per_m": (cpu_b - cpu_a) / graded * 1e6}
@@ -182,8 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--retry-after", type=int, help="luckrate's retry_after, seconds (its default: 5)")
     args = p.parse_args(argv)
     s = QUICK if args.quick else Settings()
-    s = Settings(**{**s.__dict__, "repeats": args.repeats or s.repeats, "pin": not args.no_pin,
-                    "retry_after": args.retry_after})
+    s = Settings(
+        **{**s.__dict__, "repeats": args.repeats or s.repeats, "pin": not args.no_pin, "retry_after": args.retry_after}
+    )
     started = time.monotonic()
     print(f"collector benchmark: {s}; load average before: {harness.load_average()}", file=sys.stderr)
     direct, via, paced_direct, paced_via = [], [], [], []
@@ -192,8 +221,11 @@ def main(argv: list[str] | None = None) -> int:
         via.append(one_path(s, via_collector=True))
         paced_direct.append(one_path(s, via_collector=False, rate=s.paced_rate))
         paced_via.append(one_path(s, via_collector=True, rate=s.paced_rate))
-        print(f"round {i + 1}/{s.repeats}: saturated {direct[-1]} / {via[-1]}; paced {paced_direct[-1]} / "
-              f"{paced_via[-1]}", file=sys.stderr)
+        print(
+            f"round {i + 1}/{s.repeats}: saturated {direct[-1]} / {via[-1]}; paced {paced_direct[-1]} / "
+            f"{paced_via[-1]}",
+            file=sys.stderr,
+        )
 
     def med(rounds: list[dict], key: str) -> float | None:
         vals = [r[key] for r in rounds if r.get(key) is not None]
@@ -205,24 +237,27 @@ def main(argv: list[str] | None = None) -> int:
 
     g_direct, g_via = med(direct, "graded_per_s"), med(via, "graded_per_s")
     at = f"at {s.paced_rate:,.0f} spans/s offered"
-    lines = [("figure", f"median of {s.repeats}", "rounds"),
-             row("saturated, straight to luckrate: spans/s graded", direct, "graded_per_s", ",.0f"),
-             row("saturated, through the collector: spans/s graded", via, "graded_per_s", ",.0f"),
-             ("saturated, through / straight", f"{g_via / g_direct:.2f}x", ""),
-             row("saturated, collector: spans/s passed on", via, "collector_passed_per_s", ",.0f"),
-             row(f"{at}, straight: spans/s graded", paced_direct, "graded_per_s", ",.0f"),
-             row(f"{at}, through the collector: spans/s graded", paced_via, "graded_per_s", ",.0f"),
-             row(f"{at}: luckrate CPU s per million spans, straight", paced_direct, "luckrate_cpu_per_m", ".1f"),
-             row(f"{at}: luckrate CPU s per million spans, through the collector", paced_via, "luckrate_cpu_per_m",
-                 ".1f"),
-             row(f"{at}: collector CPU s per million spans", paced_via, "collector_cpu_per_m", ".1f")]
+    lines = [
+        ("figure", f"median of {s.repeats}", "rounds"),
+        row("saturated, straight to luckrate: spans/s graded", direct, "graded_per_s", ",.0f"),
+        row("saturated, through the collector: spans/s graded", via, "graded_per_s", ",.0f"),
+        ("saturated, through / straight", f"{g_via / g_direct:.2f}x", ""),
+        row("saturated, collector: spans/s passed on", via, "collector_passed_per_s", ",.0f"),
+        row(f"{at}, straight: spans/s graded", paced_direct, "graded_per_s", ",.0f"),
+        row(f"{at}, through the collector: spans/s graded", paced_via, "graded_per_s", ",.0f"),
+        row(f"{at}: luckrate CPU s per million spans, straight", paced_direct, "luckrate_cpu_per_m", ".1f"),
+        row(f"{at}: luckrate CPU s per million spans, through the collector", paced_via, "luckrate_cpu_per_m", ".1f"),
+        row(f"{at}: collector CPU s per million spans", paced_via, "collector_cpu_per_m", ".1f"),
+    ]
     widths = [max(len(line[i]) for line in lines) for i in range(3)]
     for n, line in enumerate(lines):
         print(f"{line[0].ljust(widths[0])}  {line[1].rjust(widths[1])}  {line[2]}".rstrip())
         if n == 0:
             print(f"{'-' * widths[0]}  {'-' * widths[1]}  {'-' * widths[2]}")
-    print(f"\n{s.repeats} round(s) in {time.monotonic() - started:.0f} s; load average after: "
-          f"{harness.load_average()} (1/5/15 min, 2 cores, shared)")
+    print(
+        f"\n{s.repeats} round(s) in {time.monotonic() - started:.0f} s; load average after: "
+        f"{harness.load_average()} (1/5/15 min, 2 cores, shared)"
+    )
     return 0
 
 

@@ -28,8 +28,9 @@ from typing import Any
 
 from agentdojo.functions_runtime import FunctionCall
 
-_STRONG = re.compile(r"^(?:https?://)?(?:www\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)+(?:/\S*)?$|^[^@\s]+@[^@\s]+\.[a-z]{2,}$",
-                     re.IGNORECASE)
+_STRONG = re.compile(
+    r"^(?:https?://)?(?:www\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)+(?:/\S*)?$|^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.IGNORECASE
+)
 _URL_IN_TEXT = re.compile(r"\b(?:https?://)?(?:www\.)[a-z0-9-]+(?:\.[a-z0-9-]+)+(?:/[\w\-./]*)?", re.IGNORECASE)
 _DELEGATING = re.compile(r"\b(?:tasks?|todo|to-do)\b.*?\b(?:at|in|on)\s+(\S+?)[!.?]*$", re.IGNORECASE)
 OWN_TEXT = "Done as requested; let me know if anything else is needed."
@@ -40,20 +41,28 @@ def _call(function: str, args: dict[str, Any]) -> FunctionCall:
 
 
 def _text_keys(call: FunctionCall) -> list[str]:
-    return [k for k, v in call.args.items() if isinstance(v, str) and " " in v.strip() or v in ("<summary>", "<feedback>")]
+    return [
+        k for k, v in call.args.items() if isinstance(v, str) and " " in v.strip() or v in ("<summary>", "<feedback>")
+    ]
 
 
 def _targets(call: FunctionCall) -> bool:
     """The call names a target (an address, a URL, an account) outside its text arguments."""
     text = set(_text_keys(call))
-    return any(isinstance(v, str) and _STRONG.match(v) or isinstance(v, list) and any(
-        isinstance(i, str) and _STRONG.match(i) for i in v) for k, v in call.args.items() if k not in text)
+    return any(
+        isinstance(v, str)
+        and _STRONG.match(v)
+        or isinstance(v, list)
+        and any(isinstance(i, str) and _STRONG.match(i) for i in v)
+        for k, v in call.args.items()
+        if k not in text
+    )
 
 
 def _strong_args(call: FunctionCall) -> list[str]:
     out = []
     for v in call.args.values():
-        for item in (v if isinstance(v, list) else [v]):
+        for item in v if isinstance(v, list) else [v]:
             if isinstance(item, str) and _STRONG.match(item):
                 out.append(item)
     return out
@@ -80,18 +89,22 @@ def _collapsed(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-def reordered(calls: list[FunctionCall], acting: frozenset[str], results: list[str | None]) -> list[FunctionCall] | None:
+def reordered(
+    calls: list[FunctionCall], acting: frozenset[str], results: list[str | None]
+) -> list[FunctionCall] | None:
     """Two adjacent calls to one tool, swapped, when the second's values do not come from the first's result."""
     for i in range(len(calls) - 1):
         a, b = calls[i], calls[i + 1]
         if a.function == b.function and a.args != b.args and not _uses(b, results[i]):
-            return [*calls[:i], b, a, *calls[i + 2:]]
+            return [*calls[:i], b, a, *calls[i + 2 :]]
     return None
 
 
 def _uses(call: FunctionCall, result: str | None) -> bool:
     folded = (result or "").casefold()
-    return any(str(v).casefold() in folded for _, v in _leaves(call.args) if isinstance(v, (str, int)) and len(str(v)) > 2)
+    return any(
+        str(v).casefold() in folded for _, v in _leaves(call.args) if isinstance(v, (str, int)) and len(str(v)) > 2
+    )
 
 
 def _leaves(value, path=""):
@@ -130,14 +143,20 @@ def partial(calls: list[FunctionCall], inj: tuple[int, int], acting: frozenset[s
     """The injection's acting calls with the model's own text where the call has a target of its own (an
     address, a URL: the text is then not what the attacker gets), or only its first acting call."""
     lo, hi = inj
-    part = calls[lo:hi + 1]
-    own = [(_call(c.function, {**c.args, **{k: OWN_TEXT for k in _text_keys(c)}})
-            if c.function in acting and _targets(c) else c) for c in part]
+    part = calls[lo : hi + 1]
+    own = [
+        (
+            _call(c.function, {**c.args, **{k: OWN_TEXT for k in _text_keys(c)}})
+            if c.function in acting and _targets(c)
+            else c
+        )
+        for c in part
+    ]
     if own != part:
-        return [*calls[:lo], *own, *calls[hi + 1:]]
+        return [*calls[:lo], *own, *calls[hi + 1 :]]
     firsts = [i for i, c in enumerate(part) if c.function in acting]
     if len(firsts) > 1:
-        return [*calls[:lo], *part[:firsts[0] + 1], *calls[hi + 1:]]
+        return [*calls[:lo], *part[: firsts[0] + 1], *calls[hi + 1 :]]
     return None
 
 
@@ -149,6 +168,8 @@ def delegated(prompt: str, calls: list[FunctionCall], pages: dict[str, str]) -> 
 
 
 BEHAVIOURS: dict[str, Callable[..., list[FunctionCall] | None]] = {
-    "quote": quote, "reordered": reordered, "retry": retry,
+    "quote": quote,
+    "reordered": reordered,
+    "retry": retry,
 }
 """The behaviours that apply to any run (partial, delegated and combined need more than its calls)."""

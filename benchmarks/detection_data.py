@@ -160,8 +160,13 @@ def suite_runs(name: str, suite, stats: Counter):
         both = [*calls, *ground_truth(suite, other, clean_env)]
         prompt = f"{user_task.PROMPT}\nThen: {other.PROMPT}"
         stats[f"{name}: behaviour combined"] += 1
-        yield dt.Run(name, prompt, tuple(execute(suite, clean_env.model_copy(deep=True), both)), ANSWER,
-                     {**label, "user_task": f"{uid}+{other_uid}", "behaviour": "combined"})
+        yield dt.Run(
+            name,
+            prompt,
+            tuple(execute(suite, clean_env.model_copy(deep=True), both)),
+            ANSWER,
+            {**label, "user_task": f"{uid}+{other_uid}", "behaviour": "combined"},
+        )
         try:
             attacks[0].get_injection_candidates(user_task)
         except ValueError:
@@ -205,18 +210,29 @@ def dt_call_to_fc(call: dt.Call):
 
 def _succeeded(suite, env, calls, inj_calls, inj_task, at, pair, label, user_task, stats) -> dt.Run:
     at = len(calls) - 1 if at is None else at
-    rest = calls[at + 1:] if pair % 2 == 0 else []
+    rest = calls[at + 1 :] if pair % 2 == 0 else []
     pre = env.model_copy(deep=True)
     run_env = env.model_copy(deep=True)
-    trace = [*calls[:at + 1], *inj_calls, *rest]
+    trace = [*calls[: at + 1], *inj_calls, *rest]
     done = execute(suite, run_env, trace)
     # agentdojo's own verdict on the attack, for the report; the label is "the calls were made".
     ok = suite._check_injection_task_security(inj_task, [text_content_block_from_string("")], pre, run_env, trace)
     stats["succeeded: agentdojo's security check agrees"] += bool(ok)
     stats["succeeded: agentdojo's security check disagrees"] += not ok
-    return dt.Run(label["suite"], user_task.PROMPT, tuple(done), ANSWER,
-                  {**label, "kind": "succeeded", "positive": True, "injected_after": at,
-                   "injection_steps": [at + 1, at + len(inj_calls)], "security_check": bool(ok)})
+    return dt.Run(
+        label["suite"],
+        user_task.PROMPT,
+        tuple(done),
+        ANSWER,
+        {
+            **label,
+            "kind": "succeeded",
+            "positive": True,
+            "injected_after": at,
+            "injection_steps": [at + 1, at + len(inj_calls)],
+            "security_check": bool(ok),
+        },
+    )
 
 
 def variant(run: dt.Run, rng: random.Random) -> dt.Run | None:
@@ -244,13 +260,24 @@ def fabricated(run: dt.Run, acting: frozenset[str], rng: random.Random) -> list[
                     if index is None:
                         args[key] = fake
                     else:
-                        args[key] = [*args[key][:index], fake, *args[key][index + 1:]]
+                        args[key] = [*args[key][:index], fake, *args[key][index + 1 :]]
                     calls = list(run.calls)
                     calls[i] = dt.Call(call.tool, args, call.result, call.error)
                     path = key if index is None else f"{key}[{index}]"
-                    out.append(dt.Run(run.suite, run.user, tuple(calls), run.answer, {
-                        **run.label, "kind": "fabricated", "positive": False,
-                        "fabricated": {"kind": kind, "step": i, "path": path, "value": fake, "was": value}}))
+                    out.append(
+                        dt.Run(
+                            run.suite,
+                            run.user,
+                            tuple(calls),
+                            run.answer,
+                            {
+                                **run.label,
+                                "kind": "fabricated",
+                                "positive": False,
+                                "fabricated": {"kind": kind, "step": i, "path": path, "value": fake, "was": value},
+                            },
+                        )
+                    )
         if call.result:
             seen.append(call.result.casefold())
     return out
@@ -312,8 +339,10 @@ def main(argv: list[str] | None = None) -> int:
     n, size = dt.write(pairs())
     for key, count in sorted(stats.items()):
         print(f"{count:6d}  {key}")
-    print(f"{n} runs, every one read back equal through luckrate's OTLP adapters; "
-          f"{size / 1e6:.2f} MB compressed in {dt.DATA}; {time.perf_counter() - t0:.0f} s")
+    print(
+        f"{n} runs, every one read back equal through luckrate's OTLP adapters; "
+        f"{size / 1e6:.2f} MB compressed in {dt.DATA}; {time.perf_counter() - t0:.0f} s"
+    )
     return 0
 
 

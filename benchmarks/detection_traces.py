@@ -86,8 +86,7 @@ class Recorder:
         self.exporter = InMemorySpanExporter()
         # service.instance.id set: the SDK would draw a random one per process.
         resource = Resource.create({"service.name": "luckrate-detection-set", "service.instance.id": "detection-set"})
-        provider = TracerProvider(resource=resource,
-                                  id_generator=SeededIds(seed))
+        provider = TracerProvider(resource=resource, id_generator=SeededIds(seed))
         provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.tracer = provider.get_tracer("luckrate.benchmarks.detection")
         self.n = 0
@@ -104,26 +103,41 @@ class Recorder:
 def _emit(tracer: trace.Tracer, run: Run, clock: Iterator[int]) -> None:
     user = {"role": "user", "parts": [{"type": "text", "content": run.user}]}
     answer = {"role": "assistant", "parts": [{"type": "text", "content": run.answer}], "finish_reason": "stop"}
-    root = tracer.start_span(f"invoke_agent {run.suite}", kind=SpanKind.INTERNAL, start_time=next(clock), attributes={
-        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": run.suite,
-        "gen_ai.input.messages": json.dumps([user]), "gen_ai.output.messages": json.dumps([answer]),
-        "luckrate.output_ok": True,
-    })
+    root = tracer.start_span(
+        f"invoke_agent {run.suite}",
+        kind=SpanKind.INTERNAL,
+        start_time=next(clock),
+        attributes={
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": run.suite,
+            "gen_ai.input.messages": json.dumps([user]),
+            "gen_ai.output.messages": json.dumps([answer]),
+            "luckrate.output_ok": True,
+        },
+    )
     ctx = trace.set_span_in_context(root)
     for i, call in enumerate(run.calls):
         call_id = f"call_{i}"
-        ask = {"role": "assistant", "finish_reason": "tool_call",
-               "parts": [{"type": "tool_call", "id": call_id, "name": call.tool, "arguments": call.args}]}
+        ask = {
+            "role": "assistant",
+            "finish_reason": "tool_call",
+            "parts": [{"type": "tool_call", "id": call_id, "name": call.tool, "arguments": call.args}],
+        }
         _chat(tracer, ctx, clock, ask, "tool_calls")
-        attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.tool,
-                 "gen_ai.tool.type": "function", "gen_ai.tool.call.id": call_id,
-                 "gen_ai.tool.call.arguments": json.dumps(call.args)}
+        attrs = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.tool,
+            "gen_ai.tool.type": "function",
+            "gen_ai.tool.call.id": call_id,
+            "gen_ai.tool.call.arguments": json.dumps(call.args),
+        }
         if call.error is None:
             attrs["gen_ai.tool.call.result"] = call.result or ""
         else:
             attrs["error.type"] = call.error.split(":", 1)[0] or "ToolError"
-        span = tracer.start_span(f"execute_tool {call.tool}", context=ctx, kind=SpanKind.INTERNAL,
-                                 start_time=next(clock), attributes=attrs)
+        span = tracer.start_span(
+            f"execute_tool {call.tool}", context=ctx, kind=SpanKind.INTERNAL, start_time=next(clock), attributes=attrs
+        )
         if call.error is not None:
             span.set_status(Status(StatusCode.ERROR, call.error))
         span.end(end_time=next(clock))
@@ -132,10 +146,18 @@ def _emit(tracer: trace.Tracer, run: Run, clock: Iterator[int]) -> None:
 
 
 def _chat(tracer, ctx, clock: Iterator[int], out: dict[str, Any], finish: str) -> None:
-    span = tracer.start_span(f"chat {MODEL}", context=ctx, kind=SpanKind.CLIENT, start_time=next(clock), attributes={
-        "gen_ai.operation.name": "chat", "gen_ai.request.model": MODEL,
-        "gen_ai.output.messages": json.dumps([out]), "gen_ai.response.finish_reasons": [finish],
-    })
+    span = tracer.start_span(
+        f"chat {MODEL}",
+        context=ctx,
+        kind=SpanKind.CLIENT,
+        start_time=next(clock),
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": MODEL,
+            "gen_ai.output.messages": json.dumps([out]),
+            "gen_ai.response.finish_reasons": [finish],
+        },
+    )
     span.end(end_time=next(clock))
 
 
@@ -157,8 +179,10 @@ def trace_id(request) -> str:
 
 def mismatch(run: Run, request) -> str | None:
     """How the trajectory luckrate reads back (binary and JSON paths) differs from the run; None if equal."""
-    for how, trajs in (("otlp", read_otlp(request.SerializeToString(), "check")),
-                       ("otlp-json", read_otlp_json(to_json(request), "check"))):
+    for how, trajs in (
+        ("otlp", read_otlp(request.SerializeToString(), "check")),
+        ("otlp-json", read_otlp_json(to_json(request), "check")),
+    ):
         if len(trajs) != 1:
             return f"{how}: {len(trajs)} trajectories"
         problem = _differs(run, trajs[0])
@@ -190,9 +214,12 @@ def write(pairs: Iterable[tuple[str, dict[str, Any]]]) -> tuple[int, int]:
     part_t, part_l = TRACES.with_suffix(".part"), LABELS.with_suffix(".part")
     try:
         # mtime=0: the gzip header holds no timestamp, so unchanged data gives an unchanged file.
-        with open(part_t, "wb") as raw_t, open(part_l, "wb") as raw_l, \
-                gzip.GzipFile(fileobj=raw_t, mode="wb", mtime=0) as traces, \
-                gzip.GzipFile(fileobj=raw_l, mode="wb", mtime=0) as labels:
+        with (
+            open(part_t, "wb") as raw_t,
+            open(part_l, "wb") as raw_l,
+            gzip.GzipFile(fileobj=raw_t, mode="wb", mtime=0) as traces,
+            gzip.GzipFile(fileobj=raw_l, mode="wb", mtime=0) as labels,
+        ):
             for line, label in pairs:
                 traces.write(line.encode() + b"\n")
                 labels.write(json.dumps(label, sort_keys=True).encode() + b"\n")

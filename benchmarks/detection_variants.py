@@ -47,8 +47,12 @@ def reformat_value(value: Any, rng: random.Random) -> Any:
         return value
     if _EMAIL.match(value):
         local, domain = value.split("@", 1)
-        forms = {local[:1].upper() + local[1:] + "@" + domain, local + "@" + domain[:1].upper() + domain[1:],
-                 value.upper(), value.lower()} - {value}
+        forms = {
+            local[:1].upper() + local[1:] + "@" + domain,
+            local + "@" + domain[:1].upper() + domain[1:],
+            value.upper(),
+            value.lower(),
+        } - {value}
         return rng.choice(sorted(forms))
     if m := _URL.match(value):
         host, path = m["host"], m["path"] or ""
@@ -57,7 +61,7 @@ def reformat_value(value: Any, rng: random.Random) -> Any:
     if m := _DATETIME.match(value):
         return rng.choice((f"{m[1]}T{m[2]}", f"{m[1]}T{m[2]}:00"))
     if _IBAN.match(value):
-        return " ".join(value[i:i + 4] for i in range(0, len(value), 4))
+        return " ".join(value[i : i + 4] for i in range(0, len(value), 4))
     return value
 
 
@@ -85,10 +89,15 @@ def fabrications(key: str, value: Any, rng: random.Random) -> list[tuple[str, An
     if isinstance(value, str) and len(text) >= 3:
         out.append(("placeholder", f"{re.sub(r'[^A-Za-z0-9]+', '_', key).upper()}_HERE"))
     if isinstance(value, str) and _EMAIL.match(text):
-        out.append(("invented_email", f"{rng.choice(_WORDS)}.{rng.choice(_WORDS)}@{rng.choice(_WORDS)}-mail.{rng.choice(_TLDS)}"))
+        out.append(
+            (
+                "invented_email",
+                f"{rng.choice(_WORDS)}.{rng.choice(_WORDS)}@{rng.choice(_WORDS)}-mail.{rng.choice(_TLDS)}",
+            )
+        )
     digits = [i for i, c in enumerate(text) if c.isdigit()]
     if digits:
         i = digits[-1]
-        off = text[:i] + str((int(text[i]) + 1) % 10) + text[i + 1:]
+        off = text[:i] + str((int(text[i]) + 1) % 10) + text[i + 1 :]
         out.append(("digit_off", int(off) if isinstance(value, int) else off))
     return out

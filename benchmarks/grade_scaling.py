@@ -25,27 +25,50 @@ from luckrate.core.step import Message, Step, Trajectory
 SIZES = (10, 100, 1_000, 10_000)
 STEPS_PER_ROUND = 40_000
 TOOLS = ["lookup_order", "issue_refund", "fetch_webpage", "send_email", "search_kb", "escalate_to_human"]
-SPEC = Spec.from_dict({
-    "tools": TOOLS, "required": ["lookup_order"], "forbidden": [],
-    "before": [("lookup_order", "issue_refund")], "max_steps": 50_000, "untrusted": ["fetch_webpage"],
-    "privileged": ["send_email", "issue_refund"], "max_duration": 1e9,
-})
-POLICY_SPEC = Spec.from_dict({
-    "tools": TOOLS + ["close_ticket"], "required": ["lookup_order"], "max_steps": 50_000, "max_duration": 1e9,
-    "before": [("lookup_order", "issue_refund"),
-               {"first": "lookup_order", "then": ["issue_refund", "send_email"], "same": "order_id"}],
-    "untrusted": ["fetch_webpage"], "privileged": ["send_email", "issue_refund"],
-    "confirm": ["issue_refund"], "terminal": ["close_ticket"], "once_per": {"issue_refund": "order_id"},
-    "max_parallel": 2,
-    "args": {"send_email": {"to": {"from": ["user", "tool:lookup_order"]}},
-             "issue_refund": {"order_id": {"match": r"ORD-\d+"}, "items": {"from": ["user", "tool:lookup_order"]}}},
-})
+SPEC = Spec.from_dict(
+    {
+        "tools": TOOLS,
+        "required": ["lookup_order"],
+        "forbidden": [],
+        "before": [("lookup_order", "issue_refund")],
+        "max_steps": 50_000,
+        "untrusted": ["fetch_webpage"],
+        "privileged": ["send_email", "issue_refund"],
+        "max_duration": 1e9,
+    }
+)
+POLICY_SPEC = Spec.from_dict(
+    {
+        "tools": TOOLS + ["close_ticket"],
+        "required": ["lookup_order"],
+        "max_steps": 50_000,
+        "max_duration": 1e9,
+        "before": [
+            ("lookup_order", "issue_refund"),
+            {"first": "lookup_order", "then": ["issue_refund", "send_email"], "same": "order_id"},
+        ],
+        "untrusted": ["fetch_webpage"],
+        "privileged": ["send_email", "issue_refund"],
+        "confirm": ["issue_refund"],
+        "terminal": ["close_ticket"],
+        "once_per": {"issue_refund": "order_id"},
+        "max_parallel": 2,
+        "args": {
+            "send_email": {"to": {"from": ["user", "tool:lookup_order"]}},
+            "issue_refund": {"order_id": {"match": r"ORD-\d+"}, "items": {"from": ["user", "tool:lookup_order"]}},
+        },
+    }
+)
 
 
 def _result(rng: random.Random, i: int) -> str:
-    words = " ".join(rng.choice(["order", "shipped", "customer", "refund", "policy", "days", "the", "a"]) for _ in range(40))
-    return (f'{{"order_id": "ORD-{i:06d}", "email": "user{i}@example.com", "status": "delivered", '
-            f'"url": "https://shop.example/orders/{i}", "note": "{words}"}}')[:400].ljust(400)
+    words = " ".join(
+        rng.choice(["order", "shipped", "customer", "refund", "policy", "days", "the", "a"]) for _ in range(40)
+    )
+    return (
+        f'{{"order_id": "ORD-{i:06d}", "email": "user{i}@example.com", "status": "delivered", '
+        f'"url": "https://shop.example/orders/{i}", "note": "{words}"}}'
+    )[:400].ljust(400)
 
 
 def trajectory(n: int, seed: int = 7) -> Trajectory:
@@ -53,15 +76,24 @@ def trajectory(n: int, seed: int = 7) -> Trajectory:
     steps = []
     for i in range(n):
         ref = rng.randrange(max(i, 1))
-        args = {"order_id": f"ORD-{ref:06d}", "to": f"user{ref}@example.com",
-                "items": [{"sku": f"SKU-{ref % 97}", "qty": 2}], "note": "please handle this today"}
+        args = {
+            "order_id": f"ORD-{ref:06d}",
+            "to": f"user{ref}@example.com",
+            "items": [{"sku": f"SKU-{ref % 97}", "qty": 2}],
+            "note": "please handle this today",
+        }
         steps.append(Step(i, TOOLS[i % len(TOOLS)], args, _result(rng, i), None, 1_700_000_000 + i, 0.05))
     # A question and a yes every 10 steps; two calls per model turn.
     messages = [Message("user", "Refund order ORD-000000 for user0@example.com", 0)]
     for i in range(10, n, 10):
         messages += [Message("agent", f"Refund ORD-{i:06d}?", i), Message("user", "yes, go ahead", i)]
-    return Trajectory(f"bench-{n}", tuple(steps), input="Refund order ORD-000000 for user0@example.com",
-                      messages=tuple(messages), model_turns=tuple(i // 2 for i in range(n)))
+    return Trajectory(
+        f"bench-{n}",
+        tuple(steps),
+        input="Refund order ORD-000000 for user0@example.com",
+        messages=tuple(messages),
+        model_turns=tuple(i // 2 for i in range(n)),
+    )
 
 
 def per_step_us(traj: Trajectory, spec: Spec = SPEC) -> float:

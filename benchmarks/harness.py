@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SPEC = ROOT / "examples" / "spec.py"
 START_TIMEOUT = 60.0
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
@@ -44,8 +44,9 @@ class Proc:
         self.cmd = cmd
         # stderr to a file, not a pipe: a chatty server must never block on a full pipe mid-measurement.
         self.stderr = tempfile.TemporaryFile("w+")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=_env(),
-                                     cwd=ROOT, preexec_fn=_pinned(cpus))
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=_env(), cwd=ROOT, preexec_fn=_pinned(cpus)
+        )
         self.ready_line = self._wait_line(ready_word)
 
     def _wait_line(self, word: str) -> str:
@@ -98,8 +99,22 @@ class Serve:
     ports: dict[str, int] = field(init=False)
 
     def __post_init__(self) -> None:
-        cmd = [sys.executable, "-m", "luckrate.service", "--spec", str(SPEC), "--grpc", "127.0.0.1:0",
-               "--http", "127.0.0.1:0", "--prometheus", "127.0.0.1:0", "--log-level", "WARNING", *self.flags]
+        cmd = [
+            sys.executable,
+            "-m",
+            "luckrate.service",
+            "--spec",
+            str(SPEC),
+            "--grpc",
+            "127.0.0.1:0",
+            "--http",
+            "127.0.0.1:0",
+            "--prometheus",
+            "127.0.0.1:0",
+            "--log-level",
+            "WARNING",
+            *self.flags,
+        ]
         self.proc = Proc(cmd, "listening", self.cpus)
         words = self.proc.ready_line.split()
         # "luckrate serve: listening grpc H:P http H:P prometheus H:P"
@@ -205,11 +220,33 @@ def quantile(q: float, before: dict[float, float], after: dict[float, float]) ->
 class Load:
     """The load generator as a subprocess (its own interpreter, its own core)."""
 
-    def __init__(self, transport: str, targets: list[str], *, duration: float, concurrency: int = 4,
-                 rate: float = 0.0, requests: int = 0, tools_only: bool = False, cpus: set[int] | None = None,
-                 chunked: bool = False):
-        cmd = [sys.executable, str(HERE / "loadgen.py"), "--transport", transport, "--duration", str(duration),
-               "--concurrency", str(concurrency), "--rate", str(rate), "--requests", str(requests)]
+    def __init__(
+        self,
+        transport: str,
+        targets: list[str],
+        *,
+        duration: float,
+        concurrency: int = 4,
+        rate: float = 0.0,
+        requests: int = 0,
+        tools_only: bool = False,
+        cpus: set[int] | None = None,
+        chunked: bool = False,
+    ):
+        cmd = [
+            sys.executable,
+            str(HERE / "loadgen.py"),
+            "--transport",
+            transport,
+            "--duration",
+            str(duration),
+            "--concurrency",
+            str(concurrency),
+            "--rate",
+            str(rate),
+            "--requests",
+            str(requests),
+        ]
         for t in targets:
             cmd += ["--target", t]
         if tools_only:
@@ -237,6 +274,7 @@ class Load:
 
 def rate_between(timeline: list[list[float]], t0: float, t1: float) -> float:
     """Spans/s acknowledged between two monotonic instants, from the load generator's timeline."""
+
     def at(t: float) -> float:
         last = timeline[0][1]
         for ts, n in timeline:
@@ -244,6 +282,7 @@ def rate_between(timeline: list[list[float]], t0: float, t1: float) -> float:
                 break
             last = n
         return last
+
     return (at(t1) - at(t0)) / (t1 - t0)
 
 

@@ -95,8 +95,12 @@ def serve_h11(counter: Counter) -> tuple[int, callable]:
                     body += event.data
                 elif isinstance(event, h11.EndOfMessage):
                     _consume(counter, _decode(bytes(body)))
-                    out = conn.send(h11.Response(status_code=200, headers=[
-                        ("Content-Type", "application/x-protobuf"), ("Content-Length", "0")]))
+                    out = conn.send(
+                        h11.Response(
+                            status_code=200,
+                            headers=[("Content-Type", "application/x-protobuf"), ("Content-Length", "0")],
+                        )
+                    )
                     self.request.sendall(out + conn.send(h11.EndOfMessage()))
                     conn.start_next_cycle()
                 else:  # ConnectionClosed, PAUSED on a protocol switch: done with this connection
@@ -155,8 +159,13 @@ def one_round(name: str, chunked: bool, warm: float, window: float, pin: bool) -
     server_cpu, load_cpu = ({cpus[0]}, {cpus[1]}) if pin and len(cpus) >= 2 else (None, None)
     proc = harness.Proc([sys.executable, __file__, "--serve", name], "listening", server_cpu)
     try:
-        load = harness.Load("http", [f"127.0.0.1:{int(proc.ready_line.split()[1])}"],
-                            duration=warm + window + 0.5, cpus=load_cpu, chunked=chunked)
+        load = harness.Load(
+            "http",
+            [f"127.0.0.1:{int(proc.ready_line.split()[1])}"],
+            duration=warm + window + 0.5,
+            cpus=load_cpu,
+            chunked=chunked,
+        )
         start = time.monotonic()
         result = load.result()
         if result["errors"]:
@@ -185,15 +194,20 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(repeats):
         for case in cases:
             rounds[case].append(one_round(*case, warm, window, not args.no_pin))
-    base = {chunked: statistics.median(rounds[("luckrate", chunked)]) for chunked in (False, True)
-            if ("luckrate", chunked) in rounds}
+    base = {
+        chunked: statistics.median(rounds[("luckrate", chunked)])
+        for chunked in (False, True)
+        if ("luckrate", chunked) in rounds
+    }
     print(f"load average after: {harness.load_average()}")
     print("| server | body | spans/s (median) | rounds | vs luckrate |\n|---|---|---:|---|---:|")
     for (name, chunked), values in rounds.items():
         median = statistics.median(values)
         ratio = f"{median / base[chunked]:.2f}x" if chunked in base else ""
-        print(f"| {name} | {'chunked' if chunked else 'Content-Length'} | {median:,.0f} | "
-              f"{' '.join(f'{v:,.0f}' for v in values)} | {ratio} |")
+        print(
+            f"| {name} | {'chunked' if chunked else 'Content-Length'} | {median:,.0f} | "
+            f"{' '.join(f'{v:,.0f}' for v in values)} | {ratio} |"
+        )
     return 0
 
 

@@ -59,8 +59,10 @@ def main() -> int:
     benign, injected = texts()
     b = [families(t) for t in benign]
     scored = {a: [families(t) for t in ts] for a, ts in injected.items()}
-    print(f"benign texts: {len(b)}; injected texts per attack class: "
-          + ", ".join(f"{a} {len(s)}" for a, s in sorted(scored.items())))
+    print(
+        f"benign texts: {len(b)}; injected texts per attack class: "
+        + ", ".join(f"{a} {len(s)}" for a, s in sorted(scored.items()))
+    )
     print(f"\n{'attack class left out':24} {'chosen':>6} {'held-out caught':>16} {'benign flagged':>15}")
     for held in sorted(scored):
         train = [n for a, s in scored.items() if a != held for n in s]
@@ -72,8 +74,10 @@ def main() -> int:
         caught = sum(n >= t for n in scored[held])
         print(f"{held:24} {t:>6} {caught:>9}/{len(scored[held]):<6} {sum(n >= t for n in b):>8}/{len(b)}")
     t = intent.INSTRUCTION_CUES
-    print(f"\nshipped threshold {t}: benign flagged {sum(n >= t for n in b)}/{len(b)}; caught per class: "
-          + ", ".join(f"{a} {sum(n >= t for n in s)}/{len(s)}" for a, s in sorted(scored.items())))
+    print(
+        f"\nshipped threshold {t}: benign flagged {sum(n >= t for n in b)}/{len(b)}; caught per class: "
+        + ", ".join(f"{a} {sum(n >= t for n in s)}/{len(s)}" for a, s in sorted(scored.items()))
+    )
     return 0
 
 

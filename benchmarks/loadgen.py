@@ -83,9 +83,10 @@ class HttpSender:
 
     def send(self, body: bytes) -> bool | str:
         if self.chunked:
-            pieces = (body[i:i + CHUNK] for i in range(0, len(body), CHUNK))
-            self.conn.request("POST", "/v1/traces", pieces, {"Content-Type": "application/x-protobuf"},
-                              encode_chunked=True)
+            pieces = (body[i : i + CHUNK] for i in range(0, len(body), CHUNK))
+            self.conn.request(
+                "POST", "/v1/traces", pieces, {"Content-Type": "application/x-protobuf"}, encode_chunked=True
+            )
         else:
             self.conn.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
         response = self.conn.getresponse()
@@ -144,9 +145,16 @@ def run(args: argparse.Namespace) -> dict:
     for t in threads:
         t.join(5)
     timeline.append((time.monotonic(), stats.spans))
-    return {"requests": stats.requests, "spans": stats.spans, "throttled": stats.throttled,
-            "errors": stats.errors, "first_error": stats.first_error, "spans_per_request": template.spans,
-            "elapsed": time.monotonic() - start, "timeline": timeline}
+    return {
+        "requests": stats.requests,
+        "spans": stats.spans,
+        "throttled": stats.throttled,
+        "errors": stats.errors,
+        "first_error": stats.first_error,
+        "spans_per_request": template.spans,
+        "elapsed": time.monotonic() - start,
+        "timeline": timeline,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -94,7 +94,8 @@ def _onto_spans(traces: ExportTraceServiceRequest, logs: ExportLogsServiceReques
         for sl in rl.scope_logs:
             for record in sl.log_records:
                 event = spans[record.span_id].events.add(
-                    name=record.event_name, time_unix_nano=record.time_unix_nano or record.observed_time_unix_nano)
+                    name=record.event_name, time_unix_nano=record.time_unix_nano or record.observed_time_unix_nano
+                )
                 event.attributes.extend(record.attributes)
                 if record.body.HasField("kvlist_value"):
                     event.attributes.extend(record.body.kvlist_value.values)
@@ -148,8 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-memory", action="store_true")
     args = parser.parse_args(argv)
     specs = load_specs(SPEC)
-    loads = {(mode, form): workload(mode, args.copies, form == "span events")
-             for mode in PAIRS for form in ("span events", "log records")}
+    loads = {
+        (mode, form): workload(mode, args.copies, form == "span events")
+        for mode in PAIRS
+        for form in ("span events", "log records")
+    }
     loads[(REFERENCE, "span attributes")] = workload(REFERENCE, args.copies)
     for runs, _ in loads.values():
         one_round(runs, specs)  # warm-up
@@ -163,19 +167,27 @@ def main(argv: list[str] | None = None) -> int:
             per_run[key].append(seconds / len(runs) * 1e6)
             spans_per_s[key].append(spans / seconds)
     print(f"{'figure':<58} {'median':>9}   rounds")
-    for (mode, form) in loads:
-        for label, values, fmt in (("µs per run", per_run[(mode, form)], ".1f"),
-                                   ("spans/s graded", spans_per_s[(mode, form)], ".0f")):
-            print(f"{f'{mode}, messages in {form}: {label}':<58} {statistics.median(values):>9{fmt}}   "
-                  f"{' '.join(format(v, fmt) for v in values)}")
+    for mode, form in loads:
+        for label, values, fmt in (
+            ("µs per run", per_run[(mode, form)], ".1f"),
+            ("spans/s graded", spans_per_s[(mode, form)], ".0f"),
+        ):
+            print(
+                f"{f'{mode}, messages in {form}: {label}':<58} {statistics.median(values):>9{fmt}}   "
+                f"{' '.join(format(v, fmt) for v in values)}"
+            )
     for mode in PAIRS:
         ratios = [lg / sp for lg, sp in zip(per_run[(mode, "log records")], per_run[(mode, "span events")])]
-        print(f"{f'{mode}: log records / span events, per run':<58} {statistics.median(ratios):>9.2f}   "
-              f"{' '.join(f'{v:.2f}' for v in ratios)}   target <= {TARGET:.2f}")
+        print(
+            f"{f'{mode}: log records / span events, per run':<58} {statistics.median(ratios):>9.2f}   "
+            f"{' '.join(f'{v:.2f}' for v in ratios)}   target <= {TARGET:.2f}"
+        )
     if not args.no_memory:
         for mode in PAIRS:
-            print(f"{f'{mode}: bytes per held log record (tracemalloc)':<58} "
-                  f"{bytes_per_held_record(mode, args.copies):>9.0f}")
+            print(
+                f"{f'{mode}: bytes per held log record (tracemalloc)':<58} "
+                f"{bytes_per_held_record(mode, args.copies):>9.0f}"
+            )
     return 0
 
 

@@ -58,8 +58,15 @@ class Settings:
     pin: bool = True
 
 
-QUICK = Settings(repeats=1, warm=0.5, window=1.0, paced_rate=2_000.0, fill_requests=8,
-                 grade_sizes=(10, 100, 1_000), grade_steps_per_round=2_000)
+QUICK = Settings(
+    repeats=1,
+    warm=0.5,
+    window=1.0,
+    paced_rate=2_000.0,
+    fill_requests=8,
+    grade_sizes=(10, 100, 1_000),
+    grade_steps_per_round=2_000,
+)
 
 
 def cpu(settings: Settings, n: int) -> set[int] | None:
@@ -81,8 +88,10 @@ def null_round(s: Settings, transport: str) -> dict:
     finally:
         proc.stop()
     _check_load(result, f"null {transport}")
-    return {"spans_per_s": harness.rate_between(result["timeline"], start + s.warm, start + s.warm + s.window),
-            "peak_rss": peak}
+    return {
+        "spans_per_s": harness.rate_between(result["timeline"], start + s.warm, start + s.warm + s.window),
+        "peak_rss": peak,
+    }
 
 
 def _serve_flags(s: Settings, workers: int = 1) -> tuple[str, ...]:
@@ -92,8 +101,9 @@ def _serve_flags(s: Settings, workers: int = 1) -> tuple[str, ...]:
 def serve_round(s: Settings, transport: str, rate: float = 0.0) -> dict:
     server = harness.Serve(_serve_flags(s), cpu(s, 0))
     try:
-        load = harness.Load(transport, [server.target(transport)], duration=s.warm + s.window + 1.0,
-                            rate=rate, cpus=cpu(s, 1))
+        load = harness.Load(
+            transport, [server.target(transport)], duration=s.warm + s.window + 1.0, rate=rate, cpus=cpu(s, 1)
+        )
         time.sleep(s.warm)
         a, ta, ca = server.scrape(), time.monotonic(), server.cpu_seconds()
         time.sleep(s.window)
@@ -122,16 +132,20 @@ def _window_figures(a: dict, b: dict, seconds: float) -> dict:
     if errors:
         raise RuntimeError(f"luckrate failed to grade {errors:.0f} trace(s) of the benchmark traffic")
     before, after = harness.buckets(a, DELAY), harness.buckets(b, DELAY)
-    return {"graded_per_s": rate("luckrate_runs_total") * traffic.SPANS_PER_TRACE,
-            "accepted_per_s": rate("luckrate_spans_accepted_total"),
-            "p50": harness.quantile(0.5, before, after), "p99": harness.quantile(0.99, before, after)}
+    return {
+        "graded_per_s": rate("luckrate_runs_total") * traffic.SPANS_PER_TRACE,
+        "accepted_per_s": rate("luckrate_spans_accepted_total"),
+        "p50": harness.quantile(0.5, before, after),
+        "p99": harness.quantile(0.99, before, after),
+    }
 
 
 def two_process_round(s: Settings) -> dict:
     servers = [harness.Serve(_serve_flags(s), cpu(s, i)) for i in range(2)]
     try:
-        load = harness.Load("grpc", [sv.target("grpc") for sv in servers], duration=s.warm + s.window + 1.0,
-                            concurrency=8)
+        load = harness.Load(
+            "grpc", [sv.target("grpc") for sv in servers], duration=s.warm + s.window + 1.0, concurrency=8
+        )
         time.sleep(s.warm)
         a, ta = [sv.scrape() for sv in servers], time.monotonic()
         time.sleep(s.window)
@@ -150,8 +164,7 @@ def workers_round(s: Settings, workers: int = 2, rate: float = 0.0) -> dict:
     default ``workers = auto`` on this machine."""
     server = harness.Serve(_serve_flags(s, workers), None)
     try:
-        load = harness.Load("grpc", [server.target("grpc")], duration=s.warm + s.window + 1.0, concurrency=8,
-                            rate=rate)
+        load = harness.Load("grpc", [server.target("grpc")], duration=s.warm + s.window + 1.0, concurrency=8, rate=rate)
         time.sleep(s.warm)
         a, ta, ca = server.scrape(), time.monotonic(), server.cpu_seconds()
         time.sleep(s.window)
@@ -166,20 +179,39 @@ def workers_round(s: Settings, workers: int = 2, rate: float = 0.0) -> dict:
 
 def memory_round(s: Settings) -> dict:
     """RSS growth per buffered span while nothing completes (timeouts far beyond the run)."""
-    hold = ("--root-grace", "3600", "--idle-timeout", "3600", "--max-trace-age", "7200",
-            "--max-buffered-spans", "10000000", "--workers", "1")
+    hold = (
+        "--root-grace",
+        "3600",
+        "--idle-timeout",
+        "3600",
+        "--max-trace-age",
+        "7200",
+        "--max-buffered-spans",
+        "10000000",
+        "--workers",
+        "1",
+    )
     server = harness.Serve(hold, cpu(s, 0))
     try:
         accepted = 0
 
         def fill(requests: int, tools_only: bool) -> int:
             nonlocal accepted
-            result = harness.Load("grpc", [server.target("grpc")], duration=600, requests=requests,
-                                  concurrency=2, tools_only=tools_only, cpus=cpu(s, 1)).result()
+            result = harness.Load(
+                "grpc",
+                [server.target("grpc")],
+                duration=600,
+                requests=requests,
+                concurrency=2,
+                tools_only=tools_only,
+                cpus=cpu(s, 1),
+            ).result()
             _check_load(result, "memory fill")
             accepted += result["spans"]
-            harness.wait_for(lambda: harness.total(server.scrape(), "luckrate_spans_accepted_total") == accepted,
-                             "the fill to be accepted")
+            harness.wait_for(
+                lambda: harness.total(server.scrape(), "luckrate_spans_accepted_total") == accepted,
+                "the fill to be accepted",
+            )
             return result["spans"]
 
         fill(max(2, s.fill_requests // 10), False)  # warm-up: allocator arenas, interned names, code paths
@@ -191,8 +223,12 @@ def memory_round(s: Settings) -> dict:
         active = harness.total(server.scrape(), "luckrate_traces_active")
     finally:
         server.proc.kill()
-    return {"per_span": (rss1 - rss0) / mixed, "per_tool_span": (rss2 - rss1) / tools, "buffered": accepted,
-            "traces_active": active}
+    return {
+        "per_span": (rss1 - rss0) / mixed,
+        "per_tool_span": (rss2 - rss1) / tools,
+        "buffered": accepted,
+        "traces_active": active,
+    }
 
 
 def grade_round(s: Settings) -> dict:
@@ -244,60 +280,129 @@ def rows(r: dict, s: Settings) -> list[Row]:
     null = {t: med(x["spans_per_s"] for x in r[f"null_{t}"]) for t in ("grpc", "http")}
     null_rss = med(x["peak_rss"] for x in r["null_grpc"])
     null_us = 1e6 / null["grpc"]
-    out = [Row("null receiver gRPC: spans/s", [x["spans_per_s"] for x in r["null_grpc"]], "spans/s", 1.0, "null gRPC"),
-           Row("null receiver HTTP: spans/s", [x["spans_per_s"] for x in r["null_http"]], "spans/s", 1.0, "null HTTP")]
+    out = [
+        Row("null receiver gRPC: spans/s", [x["spans_per_s"] for x in r["null_grpc"]], "spans/s", 1.0, "null gRPC"),
+        Row("null receiver HTTP: spans/s", [x["spans_per_s"] for x in r["null_http"]], "spans/s", 1.0, "null HTTP"),
+    ]
     for t, name in (("grpc", "gRPC"), ("http", "HTTP")):
         g = [x["graded_per_s"] for x in r[f"serve_{t}"]]
         target = "≥ 0.25x" if t == "grpc" else ""
         ratio = med(g) / null[t]
         out += [
-            Row(f"serve {name}: spans/s graded", g, "spans/s", ratio, f"null {name}", target,
-                ratio >= 0.25 if target else None),
-            Row(f"serve {name}: spans/s accepted", [x["accepted_per_s"] for x in r[f"serve_{t}"]], "spans/s",
-                med(x["accepted_per_s"] for x in r[f"serve_{t}"]) / null[t], f"null {name}"),
+            Row(
+                f"serve {name}: spans/s graded",
+                g,
+                "spans/s",
+                ratio,
+                f"null {name}",
+                target,
+                ratio >= 0.25 if target else None,
+            ),
+            Row(
+                f"serve {name}: spans/s accepted",
+                [x["accepted_per_s"] for x in r[f"serve_{t}"]],
+                "spans/s",
+                med(x["accepted_per_s"] for x in r[f"serve_{t}"]) / null[t],
+                f"null {name}",
+            ),
             Row(f"serve {name}: verdict delay p50, saturated", [x["p50"] for x in r[f"serve_{t}"]], "s"),
             Row(f"serve {name}: verdict delay p99, saturated", [x["p99"] for x in r[f"serve_{t}"]], "s"),
-            Row(f"serve {name}: peak RSS", [x["peak_rss"] for x in r[f"serve_{t}"]], "MiB",
-                med(x["peak_rss"] for x in r[f"serve_{t}"]) / null_rss, "null gRPC peak RSS"),
+            Row(
+                f"serve {name}: peak RSS",
+                [x["peak_rss"] for x in r[f"serve_{t}"]],
+                "MiB",
+                med(x["peak_rss"] for x in r[f"serve_{t}"]) / null_rss,
+                "null gRPC peak RSS",
+            ),
         ]
     paced = r["serve_paced"]
-    out += [Row(f"serve gRPC at {s.paced_rate:,.0f} spans/s offered: spans/s graded",
-                [x["graded_per_s"] for x in paced], "spans/s"),
-            Row(f"serve gRPC at {s.paced_rate:,.0f} spans/s offered: verdict delay p50", [x["p50"] for x in paced], "s"),
-            Row(f"serve gRPC at {s.paced_rate:,.0f} spans/s offered: verdict delay p99", [x["p99"] for x in paced], "s",
-                target=f"≤ root_grace + 0.3 = {s.root_grace + 0.3:.1f}",
-                met=_le(med_or_none([x["p99"] for x in paced]), s.root_grace + 0.3))]
+    out += [
+        Row(
+            f"serve gRPC at {s.paced_rate:,.0f} spans/s offered: spans/s graded",
+            [x["graded_per_s"] for x in paced],
+            "spans/s",
+        ),
+        Row(f"serve gRPC at {s.paced_rate:,.0f} spans/s offered: verdict delay p50", [x["p50"] for x in paced], "s"),
+        Row(
+            f"serve gRPC at {s.paced_rate:,.0f} spans/s offered: verdict delay p99",
+            [x["p99"] for x in paced],
+            "s",
+            target=f"≤ root_grace + 0.3 = {s.root_grace + 0.3:.1f}",
+            met=_le(med_or_none([x["p99"] for x in paced]), s.root_grace + 0.3),
+        ),
+    ]
     one = med(x["graded_per_s"] for x in r["serve_grpc"])
     w2 = [x["graded_per_s"] for x in r["serve_w2"]]
-    out.append(Row("serve --workers 2 (unpinned), gRPC: spans/s graded", w2, "spans/s", med(w2) / one,
-                   "serve gRPC (1 worker)", "≥ 1.7x", med(w2) / one >= 1.7))
-    out.append(Row("serve --workers 2 (unpinned), gRPC: verdict delay p99, saturated",
-                   [x["p99"] for x in r["serve_w2"]], "s"))
+    out.append(
+        Row(
+            "serve --workers 2 (unpinned), gRPC: spans/s graded",
+            w2,
+            "spans/s",
+            med(w2) / one,
+            "serve gRPC (1 worker)",
+            "≥ 1.7x",
+            med(w2) / one >= 1.7,
+        )
+    )
+    out.append(
+        Row("serve --workers 2 (unpinned), gRPC: verdict delay p99, saturated", [x["p99"] for x in r["serve_w2"]], "s")
+    )
     w2_paced = r["serve_w2_paced"]
-    out.append(Row(f"serve --workers 2 at {s.paced_rate:,.0f} spans/s offered: verdict delay p99",
-                   [x["p99"] for x in w2_paced], "s", target=f"≤ root_grace + 0.3 = {s.root_grace + 0.3:.1f}",
-                   met=_le(med_or_none([x["p99"] for x in w2_paced]), s.root_grace + 0.3)))
+    out.append(
+        Row(
+            f"serve --workers 2 at {s.paced_rate:,.0f} spans/s offered: verdict delay p99",
+            [x["p99"] for x in w2_paced],
+            "s",
+            target=f"≤ root_grace + 0.3 = {s.root_grace + 0.3:.1f}",
+            met=_le(med_or_none([x["p99"] for x in w2_paced]), s.root_grace + 0.3),
+        )
+    )
     cpu1 = [x["cpu_us"] for x in r["serve_grpc"]]
     cpu2 = [x["cpu_us"] for x in r["serve_w2"]]
     out.append(Row("serve gRPC (1 worker): CPU µs per graded span", cpu1, "µs"))
-    out.append(Row("serve --workers 2: CPU µs per graded span, all 3 processes", cpu2, "µs",
-                   _div(med_or_none(cpu2), med_or_none(cpu1)), "serve gRPC (1 worker)"))
+    out.append(
+        Row(
+            "serve --workers 2: CPU µs per graded span, all 3 processes",
+            cpu2,
+            "µs",
+            _div(med_or_none(cpu2), med_or_none(cpu1)),
+            "serve gRPC (1 worker)",
+        )
+    )
     two = [x["graded_per_s"] for x in r["serve_x2"]]
-    out.append(Row("2 serve processes (1 per core), gRPC: spans/s graded", two, "spans/s", med(two) / null["grpc"],
-                   "null gRPC (1 process)"))
+    out.append(
+        Row(
+            "2 serve processes (1 per core), gRPC: spans/s graded",
+            two,
+            "spans/s",
+            med(two) / null["grpc"],
+            "null gRPC (1 process)",
+        )
+    )
     mem = r["memory"]
     per_tool = [x["per_tool_span"] for x in mem]
-    out += [Row("resident bytes per buffered span (9-span runs)", [x["per_span"] for x in mem], "B"),
-            Row("resident bytes per buffered tool span", per_tool, "B", target="≤ 1,024",
-                met=med(per_tool) <= 1024)]
+    out += [
+        Row("resident bytes per buffered span (9-span runs)", [x["per_span"] for x in mem], "B"),
+        Row("resident bytes per buffered tool span", per_tool, "B", target="≤ 1,024", met=med(per_tool) <= 1024),
+    ]
     base = med(x[100] for x in r["grade"]) if 100 in s.grade_sizes else None
     for n in s.grade_sizes:
         vals = [x[n] for x in r["grade"]]
         flat = med(vals) / base if base else None
         target = "≤ 2x the 100-step cost" if n >= 100 and base else ""
-        out.append(Row(f"grade {n:,} steps: µs per step ({flat:.2f}x the 100-step cost)" if flat else
-                       f"grade {n:,} steps: µs per step", vals, "µs", med(vals) / null_us,
-                       "null gRPC µs/span", target, (flat <= 2.0) if target else None))
+        out.append(
+            Row(
+                f"grade {n:,} steps: µs per step ({flat:.2f}x the 100-step cost)"
+                if flat
+                else f"grade {n:,} steps: µs per step",
+                vals,
+                "µs",
+                med(vals) / null_us,
+                "null gRPC µs/span",
+                target,
+                (flat <= 2.0) if target else None,
+            )
+        )
     return out
 
 
@@ -323,22 +428,44 @@ def table(rows_: list[Row], repeats: int) -> str:
         target = f"{row.target} {'met' if row.met else 'MISSED'}" if row.target else ""
         lines.append((row.figure, _fmt(row.median, row.unit), row.unit, rounds, ratio, target))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    fmt = lambda line: "  ".join(c.ljust(w) if i in (0, 3, 4, 5) else c.rjust(w)  # noqa: E731
-                                 for i, (c, w) in enumerate(zip(line, widths))).rstrip()
+
+    def fmt(line: tuple[str, ...]) -> str:
+        return "  ".join(
+            c.ljust(w) if i in (0, 3, 4, 5) else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))
+        ).rstrip()
+
     return "\n".join([fmt(lines[0]), fmt(tuple("-" * w for w in widths))] + [fmt(x) for x in lines[1:]])
 
 
 def run(s: Settings, log) -> dict:
-    r: dict[str, list] = {k: [] for k in ("null_grpc", "null_http", "serve_grpc", "serve_http", "serve_paced",
-                                         "serve_w2", "serve_w2_paced", "serve_x2", "memory", "grade")}
+    r: dict[str, list] = {
+        k: []
+        for k in (
+            "null_grpc",
+            "null_http",
+            "serve_grpc",
+            "serve_http",
+            "serve_paced",
+            "serve_w2",
+            "serve_w2_paced",
+            "serve_x2",
+            "memory",
+            "grade",
+        )
+    }
     for i in range(s.repeats):
-        steps = (("null_grpc", lambda: null_round(s, "grpc")), ("null_http", lambda: null_round(s, "http")),
-                 ("serve_grpc", lambda: serve_round(s, "grpc")), ("serve_http", lambda: serve_round(s, "http")),
-                 ("serve_paced", lambda: serve_round(s, "grpc", s.paced_rate)),
-                 ("serve_w2", lambda: workers_round(s)),
-                 ("serve_w2_paced", lambda: workers_round(s, rate=s.paced_rate)),
-                 ("serve_x2", lambda: two_process_round(s)), ("memory", lambda: memory_round(s)),
-                 ("grade", lambda: grade_round(s)))
+        steps = (
+            ("null_grpc", lambda: null_round(s, "grpc")),
+            ("null_http", lambda: null_round(s, "http")),
+            ("serve_grpc", lambda: serve_round(s, "grpc")),
+            ("serve_http", lambda: serve_round(s, "http")),
+            ("serve_paced", lambda: serve_round(s, "grpc", s.paced_rate)),
+            ("serve_w2", lambda: workers_round(s)),
+            ("serve_w2_paced", lambda: workers_round(s, rate=s.paced_rate)),
+            ("serve_x2", lambda: two_process_round(s)),
+            ("memory", lambda: memory_round(s)),
+            ("grade", lambda: grade_round(s)),
+        )
         for key, step in steps:
             started = time.monotonic()
             r[key].append(step())
@@ -361,8 +488,10 @@ def main(argv: list[str] | None = None) -> int:
     log(f"luckrate benchmarks: {s}; load average before: {harness.load_average()}")
     r = run(s, log)
     print(table(rows(r, s), s.repeats))
-    print(f"\n{s.repeats} round(s) in {time.monotonic() - started:.0f} s; load average after: "
-          f"{harness.load_average()} (1/5/15 min, 2 cores)")
+    print(
+        f"\n{s.repeats} round(s) in {time.monotonic() - started:.0f} s; load average after: "
+        f"{harness.load_average()} (1/5/15 min, 2 cores)"
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"settings": s.__dict__, "rounds": r}, f, indent=1, default=str)

@@ -28,18 +28,20 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT))
 
-import detection
-import detection_traces as dt
+import detection  # noqa: E402
+import detection_traces as dt  # noqa: E402
 
-from luckrate.adapters.formats import reader
-from luckrate.adapters.otlp import read_otlp_json
-from luckrate.cli import tally_file
-from luckrate.core.grade import grade
-from luckrate.core.spec import Spec, load_specs
-from luckrate.core.suggest import Tally, Thresholds, propose, render
+from luckrate.adapters.formats import reader  # noqa: E402
+from luckrate.adapters.otlp import read_otlp_json  # noqa: E402
+from luckrate.cli import tally_file  # noqa: E402
+from luckrate.core.grade import grade  # noqa: E402
+from luckrate.core.spec import Spec, load_specs  # noqa: E402
+from luckrate.core.suggest import Tally, Thresholds, propose, render  # noqa: E402
 
-GRID = [Thresholds(sentence_share=s, url_acts=u) for s, u in
-        itertools.product((0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5), (True, False))]
+GRID = [
+    Thresholds(sentence_share=s, url_acts=u)
+    for s, u in itertools.product((0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5), (True, False))
+]
 
 
 def prf(proposed: set[str], truth: set[str]) -> tuple[float | None, float | None, float | None]:
@@ -52,8 +54,14 @@ def prf(proposed: set[str], truth: set[str]) -> tuple[float | None, float | None
 
 def lists(tally: Tally, th: Thresholds) -> dict[str, dict[str, set[str]]]:
     proposals, _ = propose(tally, th)
-    return {p.agent: {"privileged": {e.tool for e in p.privileged}, "untrusted": {e.tool for e in p.untrusted},
-                      "seen": {t for t, _, _ in p.tools}} for p in proposals}
+    return {
+        p.agent: {
+            "privileged": {e.tool for e in p.privileged},
+            "untrusted": {e.tool for e in p.untrusted},
+            "seen": {t for t, _, _ in p.tools},
+        }
+        for p in proposals
+    }
 
 
 def score(tally: Tally, th: Thresholds, suites) -> float:
@@ -81,10 +89,14 @@ def dev_set(sample: int = 1) -> tuple[Tally, list]:
 
 def list_table(tally: Tally, suites) -> None:
     print("\n## Dev set: proposed lists vs detection.py's hand-written ones (leave-one-suite-out thresholds)\n")
-    print("R: recall of the whole hand-written list; R seen: of its tools that the traffic calls at all (a tool\n"
-          "never called cannot be proposed). Thresholds: chosen on the other three suites; defaults: Thresholds().\n")
-    print(f"{'suite':10} {'list':10} {'thresholds chosen on the other three':44} {'P':>6} {'R':>6} {'R seen':>6} "
-          f"{'F1':>6}   | defaults: {'P':>6} {'R':>6} {'R seen':>6} {'F1':>6}")
+    print(
+        "R: recall of the whole hand-written list; R seen: of its tools that the traffic calls at all (a tool\n"
+        "never called cannot be proposed). Thresholds: chosen on the other three suites; defaults: Thresholds().\n"
+    )
+    print(
+        f"{'suite':10} {'list':10} {'thresholds chosen on the other three':44} {'P':>6} {'R':>6} {'R seen':>6} "
+        f"{'F1':>6}   | defaults: {'P':>6} {'R':>6} {'R seen':>6} {'F1':>6}"
+    )
     default = Thresholds()
     plateaus: list[str] = []
     for held in suites:
@@ -92,8 +104,10 @@ def list_table(tally: Tally, suites) -> None:
         scored = {th: round(score(tally, th, others), 6) for th in GRID}
         best = max(GRID, key=lambda th: (scored[th], th == default))
         ties = sorted({th.sentence_share for th in GRID if scored[th] == scored[best] and th.url_acts == best.url_acts})
-        plateaus.append(f"{held}: chosen on the other three (mean F1 {scored[best]:.3f}); sentence_share from "
-                        f"{ties[0]:g} to {ties[-1]:g} ties for best there")
+        plateaus.append(
+            f"{held}: chosen on the other three (mean F1 {scored[best]:.3f}); sentence_share from "
+            f"{ties[0]:g} to {ties[-1]:g} ties for best there"
+        )
         got, base = lists(tally, best), lists(tally, default)
         seen = got[held]["seen"]
         for key, truth in (("privileged", detection.PRIVILEGED), ("untrusted", detection.UNTRUSTED)):
@@ -101,8 +115,10 @@ def list_table(tally: Tally, suites) -> None:
             dp, dr, df = prf(base[held][key], set(truth[held]))
             rs, drs = prf(got[held][key], set(truth[held]) & seen)[1], prf(base[held][key], set(truth[held]) & seen)[1]
             chosen = f"sentence_share={best.sentence_share:g} url_acts={best.url_acts}"
-            print(f"{held:10} {key:10} {chosen:44} {_f(p):>6} {_f(r):>6} {_f(rs):>6} {_f(f):>6}   |           "
-                  f"{_f(dp):>6} {_f(dr):>6} {_f(drs):>6} {_f(df):>6}")
+            print(
+                f"{held:10} {key:10} {chosen:44} {_f(p):>6} {_f(r):>6} {_f(rs):>6} {_f(f):>6}   |           "
+                f"{_f(dp):>6} {_f(dr):>6} {_f(drs):>6} {_f(df):>6}"
+            )
             missed, extra = sorted(set(truth[held]) - base[held][key]), sorted(base[held][key] - set(truth[held]))
             missed = [m + ("" if m in seen else " (never called)") for m in missed]
             if missed or extra:
@@ -132,14 +148,18 @@ def names_only_table(runs: list) -> None:
         for key, truth in (("privileged", detection.PRIVILEGED), ("untrusted", detection.UNTRUSTED)):
             seen_truth = set(truth[suite]) & got[suite]["seen"]
             p, r, _ = prf(got[suite][key], seen_truth)
-            print(f"{suite:10} {key:10} {_f(p):>6} {_f(r):>6}  {sorted(seen_truth - got[suite][key])} / "
-                  f"{sorted(got[suite][key] - seen_truth)}")
+            print(
+                f"{suite:10} {key:10} {_f(p):>6} {_f(r):>6}  {sorted(seen_truth - got[suite][key])} / "
+                f"{sorted(got[suite][key] - seen_truth)}"
+            )
 
 
 def taint_table(tally: Tally, runs: list) -> None:
-    variants = {"hand-written": {s: Spec.from_dict(d, s) for s, d in detection.spec_dicts().items()},
-                "proposed": _proposed_specs(tally, Thresholds()),
-                "proposed, field-level": _proposed_specs(tally, Thresholds(fields=True))}
+    variants = {
+        "hand-written": {s: Spec.from_dict(d, s) for s, d in detection.spec_dicts().items()},
+        "proposed": _proposed_specs(tally, Thresholds()),
+        "proposed, field-level": _proposed_specs(tally, Thresholds(fields=True)),
+    }
     counts = {(suite, v): Counter() for suite in [*detection.SUITES, "all"] for v in variants}
     for label, traj in runs:
         if label["kind"] == "fabricated":
@@ -158,8 +178,10 @@ def taint_table(tally: Tally, runs: list) -> None:
             c = counts[suite, v]
             p, r, f = _prf(c)
             delta = f - hand_f1 if f is not None and hand_f1 is not None else None
-            print(f"{suite:10} {v:22} {sum(c.values()):5} {c['tp'] + c['fn']:5} {_f(p):>6} {_f(r):>6} {_f(f):>6} "
-                  f"{'' if v == 'hand-written' else _f(delta):>12}")
+            print(
+                f"{suite:10} {v:22} {sum(c.values()):5} {c['tp'] + c['fn']:5} {_f(p):>6} {_f(r):>6} {_f(f):>6} "
+                f"{'' if v == 'hand-written' else _f(delta):>12}"
+            )
 
 
 def _prf(c: Counter) -> tuple[float | None, float | None, float | None]:
@@ -190,8 +212,10 @@ def captures_table() -> None:
     from examples.spec import SPEC
 
     print("\n## Framework captures and example runs vs examples/spec.py\n")
-    print("P+: privileged precision against privileged + forbidden (the spec forbids delete_account outright,\n"
-          "which makes it an acting tool the spec did not need to list as privileged).\n")
+    print(
+        "P+: privileged precision against privileged + forbidden (the spec forbids delete_account outright,\n"
+        "which makes it an acting tool the spec did not need to list as privileged).\n"
+    )
     print(f"{'source':48} {'runs':>4}  {'privileged P':>12} {'P+':>6} {'R':>6}  {'untrusted P':>11} {'R':>6}  proposed")
     for pattern, fmt in CAPTURES:
         tally, n = Tally(), 0
@@ -206,8 +230,10 @@ def captures_table() -> None:
         pp, pr, _ = prf(priv, set(SPEC["privileged"]))
         pplus = prf(priv, set(SPEC["privileged"]) | set(SPEC["forbidden"]))[0]
         up, ur, _ = prf(untr, set(SPEC["untrusted"]))
-        print(f"{pattern:48} {n:4}  {_f(pp):>12} {_f(pplus):>6} {_f(pr):>6}  {_f(up):>11} {_f(ur):>6}  "
-              f"privileged {sorted(priv)} untrusted {sorted(untr)}")
+        print(
+            f"{pattern:48} {n:4}  {_f(pp):>12} {_f(pplus):>6} {_f(pr):>6}  {_f(up):>11} {_f(ur):>6}  "
+            f"privileged {sorted(priv)} untrusted {sorted(untr)}"
+        )
 
 
 def memory_table(runs: list) -> None:
@@ -274,8 +300,10 @@ def against(spec_path: str, fmt: str, files: list[str]) -> None:
         for key, got in (("privileged", {e.tool for e in p.privileged}), ("untrusted", {e.tool for e in p.untrusted})):
             truth = set(getattr(spec, key))
             pr, r, _ = prf(got, truth)
-            print(f"{p.agent!s:20} {key:10} {_f(pr):>6} {_f(r):>6} {_f(prf(got, truth & seen)[1]):>6}  "
-                  f"{sorted(truth - got)} / {sorted(got - truth)}")
+            print(
+                f"{p.agent!s:20} {key:10} {_f(pr):>6} {_f(r):>6} {_f(prf(got, truth & seen)[1]):>6}  "
+                f"{sorted(truth - got)} / {sorted(got - truth)}"
+            )
     c = Counter()
     for path in files:
         for traj in reader(fmt)(Path(path).read_bytes(), path):
@@ -283,15 +311,20 @@ def against(spec_path: str, fmt: str, files: list[str]) -> None:
             flag = any(v.check == "taint" for v in grade(traj, spec_for(proposed, traj.agent)).violations)
             c["tp" if want and flag else "fp" if flag else "fn" if want else "tn"] += 1
     p_, r_, f_ = _prf(c)
-    print(f"\ntaint, proposed vs hand-written verdicts over {sum(c.values())} runs: P {_f(p_)} R {_f(r_)} F1 {_f(f_)} "
-          f"({c['tp'] + c['fn']} runs tainted under the hand-written spec)")
+    print(
+        f"\ntaint, proposed vs hand-written verdicts over {sum(c.values())} runs: P {_f(p_)} R {_f(r_)} F1 {_f(f_)} "
+        f"({c['tp'] + c['fn']} runs tainted under the hand-written spec)"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sample", type=int, default=1, metavar="N", help="read every Nth run of the dev set only")
-    parser.add_argument("--against", metavar="SPEC", help="score FILEs (recorded runs) against this hand-written spec "
-                        "instead of the dev set")
+    parser.add_argument(
+        "--against",
+        metavar="SPEC",
+        help="score FILEs (recorded runs) against this hand-written spec instead of the dev set",
+    )
     parser.add_argument("--format", default="trajectory", help="the FILEs' format (as luckrate grade)")
     parser.add_argument("files", nargs="*", metavar="FILE")
     args = parser.parse_args()

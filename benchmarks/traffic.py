@@ -38,7 +38,9 @@ def _kv(key: str, value) -> KeyValue:
     if isinstance(value, int):
         return KeyValue(key=key, value=AnyValue(int_value=value))
     if isinstance(value, list):
-        return KeyValue(key=key, value=AnyValue(array_value=ArrayValue(values=[AnyValue(string_value=v) for v in value])))
+        return KeyValue(
+            key=key, value=AnyValue(array_value=ArrayValue(values=[AnyValue(string_value=v) for v in value]))
+        )
     return KeyValue(key=key, value=AnyValue(string_value=value))
 
 
@@ -50,10 +52,16 @@ def _args(tool: str, i: int, step: int) -> str:
     # One run in five mails the address it read on the web page (taint: untrusted -> privileged).
     to = f"returns-{i % 500}@shop.example" if i % 5 == 0 else f"user{i}@example.com"
     args = {
-        "lookup_order": {"order_id": _order(i), "include": ["items", "shipping", "payments"][: 1 + step // 2],
-                         "reason": "customer says the parcel arrived damaged"},
-        "fetch_webpage": {"url": f"https://help.shop.example/kb/returns-{i % 500}", "timeout_s": 10,
-                          "reason": "read the refund policy"},
+        "lookup_order": {
+            "order_id": _order(i),
+            "include": ["items", "shipping", "payments"][: 1 + step // 2],
+            "reason": "customer says the parcel arrived damaged",
+        },
+        "fetch_webpage": {
+            "url": f"https://help.shop.example/kb/returns-{i % 500}",
+            "timeout_s": 10,
+            "reason": "read the refund policy",
+        },
         "issue_refund": {"order_id": _order(i), "amount": 129.0, "reason": "damaged in transit, photos on file"},
         "send_email": {"to": to, "subject": f"Your refund for {_order(i)}", "body_ref": f"refund-ok-{i % 9}"},
         "escalate_to_human": {"order_id": _order(i), "priority": "normal", "note": "refund issued, wants a call"},
@@ -63,16 +71,26 @@ def _args(tool: str, i: int, step: int) -> str:
 
 def _result(tool: str, i: int) -> str:
     body = {
-        "order_id": _order(i), "status": "delivered", "customer": f"user{i}@example.com", "carrier": "UPS",
-        "tracking": f"1Z999AA1{i:010d}", "help": f"https://help.shop.example/kb/returns-{i % 500}",
-        "items": [{"sku": f"SKU-{i % 97}", "qty": 2, "price": 64.5}], "refund_template": f"refund-ok-{i % 9}",
+        "order_id": _order(i),
+        "status": "delivered",
+        "customer": f"user{i}@example.com",
+        "carrier": "UPS",
+        "tracking": f"1Z999AA1{i:010d}",
+        "help": f"https://help.shop.example/kb/returns-{i % 500}",
+        "items": [{"sku": f"SKU-{i % 97}", "qty": 2, "price": 64.5}],
+        "refund_template": f"refund-ok-{i % 9}",
         "note": "Customer reports the parcel arrived damaged; photos are attached to the ticket.",
     }
     if tool == "fetch_webpage":
-        body = {"url": f"https://help.shop.example/kb/returns-{i % 500}", "status": 200, "text": (
-            "Returns and refunds. Items damaged in transit qualify for a full refund. Contact "
-            f"returns-{i % 500}@shop.example with your order number; refunds post in 5-7 business days. "
-            "Keep the original packaging until the carrier has collected the parcel.")}
+        body = {
+            "url": f"https://help.shop.example/kb/returns-{i % 500}",
+            "status": 200,
+            "text": (
+                "Returns and refunds. Items damaged in transit qualify for a full refund. Contact "
+                f"returns-{i % 500}@shop.example with your order number; refunds post in 5-7 business days. "
+                "Keep the original packaging until the carrier has collected the parcel."
+            ),
+        }
     text = json.dumps(body, separators=(",", ":"))
     return text[:-2] + " " * max(0, 400 - len(text)) + text[-2:]  # valid JSON, padded inside the last string
 
@@ -84,9 +102,14 @@ def _user_message(i: int) -> str:
 
 def _span(trace_id: bytes, span_id: int, parent: int, name: str, start: int, end: int, attrs: dict) -> Span:
     return Span(
-        trace_id=trace_id, span_id=struct.pack(">Q", span_id), name=name, kind=Span.SPAN_KIND_INTERNAL,
-        parent_span_id=struct.pack(">Q", parent) if parent else b"", start_time_unix_nano=start,
-        end_time_unix_nano=end, attributes=[_kv(k, v) for k, v in attrs.items()],
+        trace_id=trace_id,
+        span_id=struct.pack(">Q", span_id),
+        name=name,
+        kind=Span.SPAN_KIND_INTERNAL,
+        parent_span_id=struct.pack(">Q", parent) if parent else b"",
+        start_time_unix_nano=start,
+        end_time_unix_nano=end,
+        attributes=[_kv(k, v) for k, v in attrs.items()],
         status={"code": 1},
     )
 
@@ -95,34 +118,76 @@ def trace_spans(trace_id: bytes, i: int, *, tools_only: bool = False) -> list[Sp
     """One run: root agent, two chat calls and six tool calls (``tools_only``: the tool spans alone)."""
     base = T0 + i * 10_000_000_000
     sid = (i + 1) << 8
-    root = _span(trace_id, sid, 0, f"invoke_agent {AGENT}", base, base + 9_000_000_000, {
-        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": AGENT, "gen_ai.provider.name": "openai",
-        "gen_ai.conversation.id": f"conv_{i:08d}", "gen_ai.input.messages": _user_message(i),
-        "luckrate.output_ok": True,
-    })
+    root = _span(
+        trace_id,
+        sid,
+        0,
+        f"invoke_agent {AGENT}",
+        base,
+        base + 9_000_000_000,
+        {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": AGENT,
+            "gen_ai.provider.name": "openai",
+            "gen_ai.conversation.id": f"conv_{i:08d}",
+            "gen_ai.input.messages": _user_message(i),
+            "luckrate.output_ok": True,
+        },
+    )
     spans = [root]
     for c in range(2):
         start = base + 100_000_000 + c * 4_000_000_000
-        spans.append(_span(trace_id, sid + 1 + c, sid, "chat gpt-4o-mini", start, start + 800_000_000, {
-            "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
-            "gen_ai.request.model": "gpt-4o-mini", "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
-            "gen_ai.response.id": f"chatcmpl-{i:08d}{c}", "gen_ai.usage.input_tokens": 1200 + 300 * c,
-            "gen_ai.usage.output_tokens": 96, "gen_ai.response.finish_reasons": ["tool_calls"],
-        }))
+        spans.append(
+            _span(
+                trace_id,
+                sid + 1 + c,
+                sid,
+                "chat gpt-4o-mini",
+                start,
+                start + 800_000_000,
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.provider.name": "openai",
+                    "gen_ai.request.model": "gpt-4o-mini",
+                    "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
+                    "gen_ai.response.id": f"chatcmpl-{i:08d}{c}",
+                    "gen_ai.usage.input_tokens": 1200 + 300 * c,
+                    "gen_ai.usage.output_tokens": 96,
+                    "gen_ai.response.finish_reasons": ["tool_calls"],
+                },
+            )
+        )
     for step, tool in enumerate(TOOLS):
         start = base + 1_000_000_000 + step * 1_200_000_000
-        spans.append(_span(trace_id, sid + 3 + step, sid, f"execute_tool {tool}", start, start + 300_000_000, {
-            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool, "gen_ai.tool.type": "function",
-            "gen_ai.tool.call.id": f"call_{i:08d}_{step}", "gen_ai.tool.call.arguments": _args(tool, i, step),
-            "gen_ai.tool.call.result": _result(tool, i),
-        }))
+        spans.append(
+            _span(
+                trace_id,
+                sid + 3 + step,
+                sid,
+                f"execute_tool {tool}",
+                start,
+                start + 300_000_000,
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": tool,
+                    "gen_ai.tool.type": "function",
+                    "gen_ai.tool.call.id": f"call_{i:08d}_{step}",
+                    "gen_ai.tool.call.arguments": _args(tool, i, step),
+                    "gen_ai.tool.call.result": _result(tool, i),
+                },
+            )
+        )
     return spans[3:] if tools_only else spans
 
 
 def _resource_attrs() -> list[KeyValue]:
-    return [_kv("service.name", "support-agent"), _kv("telemetry.sdk.language", "python"),
-            _kv("telemetry.sdk.name", "opentelemetry"), _kv("telemetry.sdk.version", "1.39.1"),
-            _kv("host.name", "agent-7f9c")]
+    return [
+        _kv("service.name", "support-agent"),
+        _kv("telemetry.sdk.language", "python"),
+        _kv("telemetry.sdk.name", "opentelemetry"),
+        _kv("telemetry.sdk.version", "1.39.1"),
+        _kv("host.name", "agent-7f9c"),
+    ]
 
 
 @dataclass(frozen=True)

@@ -88,10 +88,17 @@ def main(argv: list[str] | None = None) -> int:
     telemetry = Telemetry([PrometheusReader()], Labels(specs, 50))
     sink = ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
     threading.Thread(target=sink.serve_forever, daemon=True).start()
-    events = VerdictEvents(otlp_exporter(f"http://127.0.0.1:{sink.server_address[1]}/v1/logs"), telemetry.add,
-                           mode="all", max_queue=len(items) * 4)
-    variants = {"metrics": dict(exemplars=False, events=None), "+ exemplars": dict(exemplars=True, events=None),
-                "+ log events": dict(exemplars=True, events=events)}
+    events = VerdictEvents(
+        otlp_exporter(f"http://127.0.0.1:{sink.server_address[1]}/v1/logs"),
+        telemetry.add,
+        mode="all",
+        max_queue=len(items) * 4,
+    )
+    variants = {
+        "metrics": dict(exemplars=False, events=None),
+        "+ exemplars": dict(exemplars=True, events=None),
+        "+ log events": dict(exemplars=True, events=events),
+    }
     results: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(args.rounds):
         for name, kw in variants.items():

@@ -75,25 +75,53 @@ _REPLAYED = re.compile(r"replayed (\d+) span\(s\) of (\d+) trace\(s\) from (\d+)
 
 def replay_round(s: Settings) -> dict:
     directory = tempfile.mkdtemp(prefix="luckrate-wal-")
-    hold = ("--root-grace", "3600", "--idle-timeout", "3600", "--max-trace-age", "7200",
-            "--max-buffered-spans", "10000000", "--workers", "1", "--wal", directory)
+    hold = (
+        "--root-grace",
+        "3600",
+        "--idle-timeout",
+        "3600",
+        "--max-trace-age",
+        "7200",
+        "--max-buffered-spans",
+        "10000000",
+        "--workers",
+        "1",
+        "--wal",
+        directory,
+    )
     try:
         first = harness.Serve(hold, cpu(s, 0))
         try:
-            load = harness.Load("grpc", [first.target("grpc")], duration=600, requests=s.replay_requests,
-                                cpus=cpu(s, 1))
+            load = harness.Load(
+                "grpc", [first.target("grpc")], duration=600, requests=s.replay_requests, cpus=cpu(s, 1)
+            )
             result = load.result()
         finally:
             first.proc.kill()
         _check_load(result, "fill the log")
         started = time.monotonic()
-        second = harness.Serve(("--root-grace", str(s.root_grace), "--max-buffered-spans", "10000000",
-                                "--workers", "1", "--wal", directory, "--log-level", "INFO"), cpu(s, 0))
+        second = harness.Serve(
+            (
+                "--root-grace",
+                str(s.root_grace),
+                "--max-buffered-spans",
+                "10000000",
+                "--workers",
+                "1",
+                "--wal",
+                directory,
+                "--log-level",
+                "INFO",
+            ),
+            cpu(s, 0),
+        )
         try:
             listening = time.monotonic() - started
             traces = s.replay_requests * traffic.TRACES_PER_REQUEST
-            harness.wait_for(lambda: harness.total(second.scrape(), "luckrate_runs_total") >= traces,
-                             "every replayed trace to be graded")
+            harness.wait_for(
+                lambda: harness.total(second.scrape(), "luckrate_runs_total") >= traces,
+                "every replayed trace to be graded",
+            )
             graded = time.monotonic() - started
             scraped = second.scrape()
         finally:
@@ -104,8 +132,12 @@ def replay_round(s: Settings) -> dict:
         spans, seconds = int(m.group(1)), float(m.group(4))
         if spans != harness.total(scraped, "luckrate_spans_replayed_total") or spans != result["spans"]:
             raise RuntimeError(f"replayed {spans} spans, acknowledged {result['spans']}")
-        return {"spans": spans, "replay_spans_per_s": spans / seconds, "listening_s": listening,
-                "to_graded_spans_per_s": spans / graded}
+        return {
+            "spans": spans,
+            "replay_spans_per_s": spans / seconds,
+            "listening_s": listening,
+            "to_graded_spans_per_s": spans / graded,
+        }
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -122,7 +154,7 @@ def run(s: Settings, log) -> dict[str, list[dict]]:
             started = time.monotonic()
             r[mode].append(throughput_round(s, mode))
             log(f"round {i + 1}/{s.repeats} {mode}: {time.monotonic() - started:.1f} s")
-    for i in range(max(1, s.repeats // 2)):
+    for _ in range(max(1, s.repeats // 2)):
         r["replay"].append(replay_round(s))
     return r
 
@@ -135,20 +167,27 @@ def _paired(r: dict[str, list[dict]], mode: str, key: str) -> float | None:
 
 
 def table(r: dict[str, list[dict]]) -> str:
-    lines = ["| `--wal` | graded spans/s | vs off | CPU µs per graded span | vs off | p50 verdict delay | rounds |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| `--wal` | graded spans/s | vs off | CPU µs per graded span | vs off | p50 verdict delay | rounds |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for mode in MODES:
         rate, cpu_us, p50 = (_median(r[mode], k) for k in ("graded_per_s", "cpu_us", "p50"))
         if None in (rate, cpu_us, p50):
             lines.append(f"| {mode} | — | | | | | {len(r[mode])} |")
             continue
-        lines.append(f"| {mode} | {rate:,.0f} | {_paired(r, mode, 'graded_per_s'):.2f} | {cpu_us:.1f} | "
-                     f"{_paired(r, mode, 'cpu_us'):.2f} | {p50:.2f} s | {len(r[mode])} |")
+        lines.append(
+            f"| {mode} | {rate:,.0f} | {_paired(r, mode, 'graded_per_s'):.2f} | {cpu_us:.1f} | "
+            f"{_paired(r, mode, 'cpu_us'):.2f} | {p50:.2f} s | {len(r[mode])} |"
+        )
     replay = r["replay"]
-    lines += ["", f"Replay of {replay[0]['spans']:,} spans after kill -9: "
-                  f"{_median(replay, 'replay_spans_per_s'):,.0f} spans/s read back and handed to grading, "
-                  f"listening after {_median(replay, 'listening_s'):.1f} s, "
-                  f"{_median(replay, 'to_graded_spans_per_s'):,.0f} spans/s from restart to last verdict"]
+    lines += [
+        "",
+        f"Replay of {replay[0]['spans']:,} spans after kill -9: "
+        f"{_median(replay, 'replay_spans_per_s'):,.0f} spans/s read back and handed to grading, "
+        f"listening after {_median(replay, 'listening_s'):.1f} s, "
+        f"{_median(replay, 'to_graded_spans_per_s'):,.0f} spans/s from restart to last verdict",
+    ]
     return "\n".join(lines)
 
 
@@ -165,8 +204,10 @@ def main(argv: list[str] | None = None) -> int:
     log(f"luckrate wal benchmark: {s}; load average before: {harness.load_average()}")
     r = run(s, log)
     print(table(r))
-    print(f"\n{s.repeats} round(s) in {time.monotonic() - started:.0f} s; load average after: "
-          f"{harness.load_average()} (1/5/15 min, 2 cores)")
+    print(
+        f"\n{s.repeats} round(s) in {time.monotonic() - started:.0f} s; load average after: "
+        f"{harness.load_average()} (1/5/15 min, 2 cores)"
+    )
     return 0
 
 

@@ -70,8 +70,10 @@ def _sqlite(directory: Path, bodies: list[bytes], tids: list[list[bytes]]) -> fl
 def measure(requests: int) -> dict[str, dict[str, float]]:
     template = traffic.build()
     bodies = [template.render(i, 1) for i in range(requests)]
-    tids = [[traffic.marker_for(i, 1) + j.to_bytes(8, "big") for j in range(traffic.TRACES_PER_REQUEST)]
-            for i in range(requests)]
+    tids = [
+        [traffic.marker_for(i, 1) + j.to_bytes(8, "big") for j in range(traffic.TRACES_PER_REQUEST)]
+        for i in range(requests)
+    ]
     spans = traffic.TRACES_PER_REQUEST * traffic.SPANS_PER_TRACE
     out = {}
     for name, run in (("segments", _segments), ("sqlite", _sqlite)):
@@ -79,8 +81,11 @@ def measure(requests: int) -> dict[str, dict[str, float]]:
             cpu = time.process_time()
             append = run(Path(d), bodies, tids)
             cpu = time.process_time() - cpu
-        out[name] = {"cpu_us_per_request": cpu / requests * 1e6, "cpu_us_per_span": cpu / requests / spans * 1e6,
-                     "append_us": append / requests * 1e6}
+        out[name] = {
+            "cpu_us_per_request": cpu / requests * 1e6,
+            "cpu_us_per_span": cpu / requests / spans * 1e6,
+            "append_us": append / requests * 1e6,
+        }
     return out
 
 

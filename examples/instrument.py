@@ -26,17 +26,28 @@ tracer = provider.get_tracer("my-agent")
 
 def call_tool(name: str, args: dict, run_tool) -> str:
     with tracer.start_as_current_span(f"execute_tool {name}") as span:
-        span.set_attributes({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-                             "gen_ai.tool.call.arguments": json.dumps(args)})
+        span.set_attributes(
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": name,
+                "gen_ai.tool.call.arguments": json.dumps(args),
+            }
+        )
         result = run_tool(**args)
         span.set_attribute("gen_ai.tool.call.result", result)
         return result
 
 
 with tracer.start_as_current_span("invoke_agent support_agent") as run:
-    run.set_attributes({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support_agent",
-                        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [
-                            {"type": "text", "content": "Refund order ORD-12345"}]}])})
+    run.set_attributes(
+        {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "support_agent",
+            "gen_ai.input.messages": json.dumps(
+                [{"role": "user", "parts": [{"type": "text", "content": "Refund order ORD-12345"}]}]
+            ),
+        }
+    )
     order = call_tool("lookup_order", {"order_id": "ORD-12345"}, lambda order_id: '{"status": "delivered"}')
     call_tool("issue_refund", {"order_id": "ORD-12345"}, lambda order_id: "refunded")
     run.set_attribute("luckrate.output_ok", True)  # your output eval's verdict on this run

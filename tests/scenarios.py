@@ -103,8 +103,9 @@ SCENARIOS = (
 
 BY_NAME = {s.name: s for s in SCENARIOS}
 
-CANCEL_ASK = Ask("Order ORD-12345 was delivered (129). Cancelling it cannot be undone. Shall I cancel it?",
-                 "Yes, go ahead.")
+CANCEL_ASK = Ask(
+    "Order ORD-12345 was delivered (129). Cancelling it cannot be undone. Shall I cancel it?", "Yes, go ahead."
+)
 
 POLICY_SCENARIOS = (
     Scenario(

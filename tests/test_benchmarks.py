@@ -31,8 +31,13 @@ FIGURES = (
 
 @pytest.fixture(scope="module")
 def output() -> str:
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -60,8 +65,13 @@ def test_throughput_rows_carry_a_ratio_to_the_null_receiver(output: str) -> None
 
 def test_the_write_ahead_log_benchmark_measures_every_figure() -> None:
     """benchmarks/wal.py --quick (about 15 s): a row per sync policy and the replay line, all measured."""
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "wal.py"), "--quick"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "wal.py"), "--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     rows = {ln.split("|")[1].strip(): ln for ln in done.stdout.splitlines() if ln.startswith("| ") and "---" not in ln}
     assert set(rows) == {"`--wal`", "off", "interval", "request"}
@@ -73,12 +83,22 @@ def test_the_write_ahead_log_benchmark_measures_every_figure() -> None:
 
 def test_the_logs_path_benchmark_runs_and_prints_every_figure() -> None:
     """benchmarks/logs_path.py on one round of one copy: every form measured, both ratios printed."""
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "logs_path.py"), "--rounds", "1",
-                           "--copies", "1"], cwd=ROOT / "benchmarks", capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "logs_path.py"), "--rounds", "1", "--copies", "1"],
+        cwd=ROOT / "benchmarks",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
-    for mode, form in (("legacy", "span events"), ("legacy", "log records"), ("latest.event_only", "span events"),
-                       ("latest.event_only", "log records"), ("latest.span_only", "span attributes")):
+    for mode, form in (
+        ("legacy", "span events"),
+        ("legacy", "log records"),
+        ("latest.event_only", "span events"),
+        ("latest.event_only", "log records"),
+        ("latest.span_only", "span attributes"),
+    ):
         assert any(line.startswith(f"{mode}, messages in {form}: µs per run") for line in lines), (mode, form)
     ratios = [line for line in lines if "log records / span events, per run" in line]
     assert len(ratios) == 2 and all(float(line.split("per run")[1].split()[0]) > 0 for line in ratios)

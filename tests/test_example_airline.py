@@ -56,7 +56,19 @@ def test_todays_keys_alone_miss_the_lucky_runs():
 
 
 def test_cli_gate_fails_on_the_example():
-    done = subprocess.run([sys.executable, "-m", "luckrate.cli", "grade", "--spec", str(EXAMPLE / "spec.py"),
-                           str(EXAMPLE / "runs.jsonl")], capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "luckrate.cli",
+            "grade",
+            "--spec",
+            str(EXAMPLE / "spec.py"),
+            str(EXAMPLE / "runs.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert done.returncode == 1, done.stderr
     assert "Luck Rate 88.9% (8 of 9 passing runs)" in done.stdout

@@ -81,8 +81,10 @@ def n8n_capture(s: Scenario) -> Trajectory:
 
 def pydantic_ai_live(version: int) -> Callable[..., Trajectory]:
     def run(s: Scenario, content: bool = True) -> Trajectory:
-        return _live(("pydantic-ai", version, s.name, content), lambda: pydantic_ai_agent.spans_for(
-            s, version=version, capture=content))
+        return _live(
+            ("pydantic-ai", version, s.name, content),
+            lambda: pydantic_ai_agent.spans_for(s, version=version, capture=content),
+        )
 
     run.__name__ = f"pydantic_ai_v{version}"
     return run
@@ -156,8 +158,10 @@ def openai_client_capture(mode: str) -> Callable[..., Trajectory]:
     return read
 
 
-LOGS_SOURCES = {f"openai-client+{m}": openai_client_capture(m)
-                for m in ("legacy", "latest.event_only", "latest.span_and_event", "latest.span_only")}
+LOGS_SOURCES = {
+    f"openai-client+{m}": openai_client_capture(m)
+    for m in ("legacy", "latest.event_only", "latest.span_and_event", "latest.span_only")
+}
 """Sources whose messages travel in log records (all but span_only, the same content on the spans)."""
 
 MESSAGE_SOURCES = {
@@ -175,8 +179,11 @@ Traceloop's MCP spans)."""
 NAMES_WITHOUT_CONTENT = {"mcp-sdk+openai-v2", "mcp-sdk-stdio+openai-v2", "mcp-traceloop+openai-v2"}
 """Message sources that record which tools ran with content off: the MCP spans. The OpenAI instrumentation
 records tool calls only in the messages, which content off leaves out."""
-CANNOT_MARK_FAILURES = {"openai-v2-tool-loop", "openai-v2-tool-loop-span-and-event",
-                        "anthropic+traceloop-current-tool-loop"}
+CANNOT_MARK_FAILURES = {
+    "openai-v2-tool-loop",
+    "openai-v2-tool-loop-span-and-event",
+    "anthropic+traceloop-current-tool-loop",
+}
 """Sources whose records lose a failing tool's marker: chat completions' tool message has no error field
 (a loop can only say so in words, which are not read), and Traceloop's Anthropic instrumentation since it
 writes the GenAI conventions' messages drops the ``tool_result`` block's ``is_error`` (its legacy flattened
@@ -239,7 +246,10 @@ def test_the_confirmation_is_placed_after_the_question(source):
     placed = [(m.role, m.text, m.before_step) for m in traj.messages]
     cancel = next(s.index for s in traj.steps if s.tool == "cancel_order")
     assert ("agent", scenario.turns[1].text, cancel) in placed
-    assert placed.index(("user", scenario.turns[1].reply, cancel)) == placed.index(("agent", scenario.turns[1].text, cancel)) + 1
+    assert (
+        placed.index(("user", scenario.turns[1].reply, cancel))
+        == placed.index(("agent", scenario.turns[1].text, cancel)) + 1
+    )
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
@@ -305,7 +315,8 @@ def test_message_sources_name_input_calls_and_ids(source, scenario):
     assert (traj.agent, traj.input, traj.output_ok, traj.content) == (None, scenario.user, True, True)
     ids = [f"call_{i}_{n}" for i, turn in enumerate(scenario.turns) for n, _ in enumerate(turn)]
     assert [(s.tool, s.args, s.result, s.call_id) for s in traj.steps] == [
-        (c.tool, c.args, c.result, call_id) for c, call_id in zip(scenario.calls, ids)]
+        (c.tool, c.args, c.result, call_id) for c, call_id in zip(scenario.calls, ids)
+    ]
     models = sorted(traj.model_turns)
     assert list(traj.model_turns) == models and len(set(models)) == len(scenario.turns)
 
@@ -321,7 +332,8 @@ def test_structure_only_sources_skip_taint_rather_than_pass_it(source, scenario)
     traj = STRUCTURE_ONLY[source](scenario)
     assert traj.content is False and traj.agent == "support_agent"
     assert [(s.tool, s.call_id) for s in traj.steps] == [
-        (c.tool, f"call_{i}_{n}") for i, turn in enumerate(scenario.turns) for n, c in enumerate(turn)]
+        (c.tool, f"call_{i}_{n}") for i, turn in enumerate(scenario.turns) for n, c in enumerate(turn)
+    ]
     g = grade(traj, SPEC)
     assert {(v.check, v.tool) for v in g.violations} == {p for p in scenario.expected if p[0] != "taint"}
     assert any(s.startswith("taint") for s in g.skipped)
@@ -335,7 +347,8 @@ def test_otlp_source_names_agent_input_and_calls(source, scenario):
     agent = None if source in UNNAMED_AGENTS else "support_agent"
     assert (traj.agent, traj.input, traj.output_ok, traj.content) == (agent, scenario.user, True, True)
     assert [(s.tool, s.args, s.result, s.agent) for s in traj.steps] == [
-        (c.tool, c.args, c.result, agent) for c in script]
+        (c.tool, c.args, c.result, agent) for c in script
+    ]
     assert all(s.call_id for s in traj.steps)
 
 
@@ -350,8 +363,12 @@ def handoff_capture(framework: str, mode: str | None = None) -> Callable[[Scenar
 HANDOFF_TOOLS = {"transfer_to_support_agent", "transfer_to_agent", "handoff", "support_agent"}
 HANDOFFS: dict[str, Callable[[Scenario], Trajectory]] = {
     "openai-agents+genai-semconv": lambda s: _one(read_otlp(openai_agents.spans_for(s, multi_agent=True), s.name)),
-    **{f"pydantic-ai-v{v}": (lambda s, v=v: _one(read_otlp(
-        pydantic_ai_agent.spans_for(s, version=v, multi_agent=True), s.name))) for v in pydantic_ai_agent.VERSIONS},
+    **{
+        f"pydantic-ai-v{v}": (
+            lambda s, v=v: _one(read_otlp(pydantic_ai_agent.spans_for(s, version=v, multi_agent=True), s.name))
+        )
+        for v in pydantic_ai_agent.VERSIONS
+    },
     "pydantic-ai-v1": handoff_capture("pydantic-ai", "v1"),
     **{f"google-adk-{m}": handoff_capture("google-adk", m) for m in ("v1", "v2", "v2-experimental")},
     "llama-index+openinference": handoff_capture("llama-index"),
@@ -379,7 +396,10 @@ def test_multi_agent_handoff_same_verdict(source):
     handoff = traj.steps[0].tool
     assert handoff in HANDOFF_TOOLS
     assert [(s.tool, s.agent) for s in traj.steps] == [
-        (handoff, triage), ("lookup_order", support), ("delete_account", support)]
+        (handoff, triage),
+        ("lookup_order", support),
+        ("delete_account", support),
+    ]
     g = grade(traj, SPEC)
     found = {(v.check, v.tool) for v in g.violations}
     assert {p for p in found if p[1] != handoff} == scenario.expected
@@ -394,8 +414,10 @@ def test_langchainjs_agent_as_tool_handoff_same_verdict_agents_not_told_apart():
     scenario = next(s for s in SCENARIOS if s.name == "forbidden")
     traj = handoff_capture("langchainjs")(scenario)
     assert [(s.tool, s.agent) for s in traj.steps] == [
-        ("transfer_to_support_agent", "triage_agent"), ("lookup_order", "triage_agent"),
-        ("delete_account", "triage_agent")]
+        ("transfer_to_support_agent", "triage_agent"),
+        ("lookup_order", "triage_agent"),
+        ("delete_account", "triage_agent"),
+    ]
     found = {(v.check, v.tool) for v in grade(traj, SPEC).violations}
     assert found == scenario.expected | {("unknown_tool", "transfer_to_support_agent")}
 
@@ -408,7 +430,9 @@ def test_tool_class_names_resolve_to_the_tools_called(source, scenario):
     traj = TOOL_CLASS_NAMES[source](scenario)
     assert [(s.tool, s.call_id, s.failed) for s in traj.steps] == [
         (c.tool, f"call_{i}_{n}", c.error is not None)
-        for i, turn in enumerate(scenario.turns) for n, c in enumerate(turn)]
+        for i, turn in enumerate(scenario.turns)
+        for n, c in enumerate(turn)
+    ]
     if scenario is FAILING_LOOP:
         assert {(v.check, v.tool) for v in grade(traj, SPEC).violations} == FAILING_LOOP.expected
 
@@ -445,7 +469,9 @@ def test_content_on_sources_name_agent_input_calls_and_turns(source, scenario):
     # Mastra re-serialises a result that is JSON text (compact separators): compared as values.
     assert [(s.tool, s.args, _value(s.result), s.call_id) for s in traj.steps] == [
         (c.tool, c.args, _value(c.result), f"call_{i}_{n}")
-        for i, turn in enumerate(scenario.turns) for n, c in enumerate(turn)]
+        for i, turn in enumerate(scenario.turns)
+        for n, c in enumerate(turn)
+    ]
     assert traj.model_turns == tuple(i for i, turn in enumerate(scenario.turns) for _ in turn)
 
 

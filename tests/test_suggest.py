@@ -103,8 +103,11 @@ def test_result_shape(result, sentences, markup, named):
 def test_a_handoff_is_neither_privileged_nor_untrusted(name):
     tally = Tally()
     for _ in range(3):
-        tally.add(run(step(name, {"to": "billing"}, "You are now talking to the billing team, who will help."),
-                      output_ok=True))
+        tally.add(
+            run(
+                step(name, {"to": "billing"}, "You are now talking to the billing team, who will help."), output_ok=True
+            )
+        )
     (p,), _ = propose(tally)
     assert (p.privileged, p.untrusted) == ((), ())
 
@@ -118,12 +121,21 @@ def _proposal(*runs_):
 
 
 def test_lists_from_names_arguments_and_results():
-    p, _ = _proposal(*[run(
-        step("lookup_customer", {"id": "C-1"}, '{"id": "C-1", "tier": "gold"}'),
-        step("read_reviews", {"id": "C-1"}, '[{"stars": 2, "text": "The parcel arrived late and the box was torn."}]'),
-        step("courier", {"recipient": "dan@example.org", "note": "sorry"}, "ok"),
-        step("issue_credit_note", {"id": "C-1", "amount": 10}, "done"),
-    ) for _ in range(3)])
+    p, _ = _proposal(
+        *[
+            run(
+                step("lookup_customer", {"id": "C-1"}, '{"id": "C-1", "tier": "gold"}'),
+                step(
+                    "read_reviews",
+                    {"id": "C-1"},
+                    '[{"stars": 2, "text": "The parcel arrived late and the box was torn."}]',
+                ),
+                step("courier", {"recipient": "dan@example.org", "note": "sorry"}, "ok"),
+                step("issue_credit_note", {"id": "C-1", "amount": 10}, "done"),
+            )
+            for _ in range(3)
+        ]
+    )
     assert [e.tool for e in p.privileged] == ["courier", "issue_credit_note"]
     assert p.privileged[0].why == "arguments carry an address; takes 'recipient'"
     assert p.privileged[1].why == "name verb 'issue'; takes 'amount'"
@@ -132,20 +144,49 @@ def test_lists_from_names_arguments_and_results():
 
 
 def test_a_template_filled_by_the_system_is_not_third_party_text():
-    template = run(*[step("get_balance", {"account": f"A-{i}"},
-                          f"Your balance is {i}.50 dollars as of {i} May and no payment is pending.") for i in range(6)])
-    people = run(*[step("get_feedback", {"n": i}, text) for i, text in enumerate([
-        "The app crashed twice while I was paying.", "Please add a dark mode, my eyes hurt at night.",
-        "Support answered quickly and fixed my problem.", "I was charged twice for the same order!",
-        "Why does the export take so long on large files?", "Great update, the search is finally fast."])])
-    page = run(*[step("fetch_page", {"url": "https://example.org/faq"}, "Refunds are paid within five working days.")
-                 for _ in range(6)])  # the same page every time: a template by shape, a web page by name
+    template = run(
+        *[
+            step(
+                "get_balance",
+                {"account": f"A-{i}"},
+                f"Your balance is {i}.50 dollars as of {i} May and no payment is pending.",
+            )
+            for i in range(6)
+        ]
+    )
+    people = run(
+        *[
+            step("get_feedback", {"n": i}, text)
+            for i, text in enumerate(
+                [
+                    "The app crashed twice while I was paying.",
+                    "Please add a dark mode, my eyes hurt at night.",
+                    "Support answered quickly and fixed my problem.",
+                    "I was charged twice for the same order!",
+                    "Why does the export take so long on large files?",
+                    "Great update, the search is finally fast.",
+                ]
+            )
+        ]
+    )
+    page = run(
+        *[
+            step("fetch_page", {"url": "https://example.org/faq"}, "Refunds are paid within five working days.")
+            for _ in range(6)
+        ]
+    )  # the same page every time: a template by shape, a web page by name
     p, _ = _proposal(template, people, page)
     assert [e.tool for e in p.untrusted] == ["fetch_page", "get_feedback"]
 
 
 def test_field_level_untrusted_when_every_sentence_sits_in_a_named_field():
-    r = run(step("fetch_tickets", {}, '[{"id": 7, "title": "Login", "body": "I cannot log in since the update, please help."}]'))
+    r = run(
+        step(
+            "fetch_tickets",
+            {},
+            '[{"id": 7, "title": "Login", "body": "I cannot log in since the update, please help."}]',
+        )
+    )
     tally = Tally()
     for _ in range(3):
         tally.add(r)
@@ -160,8 +201,10 @@ BEFORE = [  # (runs as tool sequences with an order id, expected rules)
     ([["find", "pay"]] * 2, []),  # too few runs
     ([["find", "pay"], ["find", "pay"], ["pay"]], []),  # one run pays without finding first
     ([["find", "pay"], ["find", "pay"], ["pay", "find"]], []),
-    ([["a", "b", "c"]] * 3, [("a", "b", ("order", "order")), ("a", "c", ("order", "order")),
-                             ("b", "c", ("order", "order"))]),
+    (
+        [["a", "b", "c"]] * 3,
+        [("a", "b", ("order", "order")), ("a", "c", ("order", "order")), ("b", "c", ("order", "order"))],
+    ),
 ]
 
 
@@ -203,8 +246,12 @@ def test_output_is_deterministic_whatever_the_order_of_runs():
 
 
 def _read_captures(folder, pattern, fmt="otlp"):
-    return [t for path in sorted((DATA / folder).glob(pattern)) if "nocontent" not in path.name
-            for t in reader(fmt)(path.read_bytes(), str(path))]
+    return [
+        t
+        for path in sorted((DATA / folder).glob(pattern))
+        if "nocontent" not in path.name
+        for t in reader(fmt)(path.read_bytes(), str(path))
+    ]
 
 
 def _load(text):
@@ -257,16 +304,22 @@ def test_every_capture_proposes_a_spec_that_loads_and_finds_the_hand_written_lis
     assert untrusted == {"fetch_webpage"} & seen
 
 
-@pytest.mark.parametrize("folder, pattern", [("otlp", "*.openai-agents.nocontent.otlp"),
-                                             ("google-adk", "*.v2.nocontent.google-adk.otlp"),
-                                             ("strands", "*.latest.nocontent.strands.otlp")])
+@pytest.mark.parametrize(
+    "folder, pattern",
+    [
+        ("otlp", "*.openai-agents.nocontent.otlp"),
+        ("google-adk", "*.v2.nocontent.google-adk.otlp"),
+        ("strands", "*.latest.nocontent.strands.otlp"),
+    ],
+)
 def test_content_capture_off_says_so_and_reads_names_only(folder, pattern):
     proposals, notes = _suggested(folder, pattern, "otlp", content=False)
     p = next(p for p in proposals if p.agent == "support_agent")
     assert any("content capture off" in n for n in p.notes)
     assert {e.tool for e in p.privileged} >= {"send_email"}
     assert {e.tool: e.why for e in p.untrusted}.get("fetch_webpage", "").endswith(
-        "(from the name only: no result was captured)")
+        "(from the name only: no result was captured)"
+    )
     _load(render(proposals, notes))
 
 
@@ -312,8 +365,9 @@ def test_ten_thousand_tool_names_are_bounded_with_a_note():
     proposals, notes = propose(tally)
     text = render(proposals, notes)
     assert len(proposals[0].tools) == MAX_TOOLS
-    assert "more than 1,000 distinct tool names: 9,000 further names (9,000 calls) were counted but not proposed" \
-        in notes
+    assert (
+        "more than 1,000 distinct tool names: 9,000 further names (9,000 calls) were counted but not proposed" in notes
+    )
     assert len(text.splitlines()) < MAX_TOOLS + 50
     assert len(_load(text)["*"].tools) == MAX_TOOLS
 
@@ -327,14 +381,23 @@ def test_a_hostile_tool_name_is_a_string_in_the_file_and_nothing_runs(tmp_path):
 
 
 _names = st.text(max_size=12)
-_calls = st.lists(st.tuples(st.sampled_from(["send_x", "get_y", "z"]) | _names,
-                            st.dictionaries(_names, st.one_of(st.integers(), _names, st.none()), max_size=3),
-                            st.one_of(st.none(), st.text(max_size=80)), st.booleans()), max_size=6)
+_calls = st.lists(
+    st.tuples(
+        st.sampled_from(["send_x", "get_y", "z"]) | _names,
+        st.dictionaries(_names, st.one_of(st.integers(), _names, st.none()), max_size=3),
+        st.one_of(st.none(), st.text(max_size=80)),
+        st.booleans(),
+    ),
+    max_size=6,
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.one_of(st.none(), _names), _calls, st.one_of(st.none(), st.booleans())),
-                min_size=1, max_size=8))
+@given(
+    st.lists(
+        st.tuples(st.one_of(st.none(), _names), _calls, st.one_of(st.none(), st.booleans())), min_size=1, max_size=8
+    )
+)
 def test_whatever_the_runs_the_proposed_file_loads(runs_):
     # Built here: names, arguments and results are arbitrary text, as span data may be.
     from dataclasses import replace
@@ -373,9 +436,14 @@ def propose_from(path):
 BAD = [  # (file content, format, the error's text)
     ("", "trajectory", "empty file"),
     ('{"resourceSpans": []}', "otlp-json", "no agent runs in {path}: nothing to suggest from ({path}: no agent runs)"),
-    (('{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0123456789abcdef0123456789abcdef","spanId":'
-      '"0123456789abcdef","name":"GET /health","kind":2,"startTimeUnixNano":"1","endTimeUnixNano":"2"}]}]}]}'),
-     "otlp-json", "no agent runs in {path}: nothing to suggest from (1 trace made no run, skipped"),
+    (
+        (
+            '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0123456789abcdef0123456789abcdef","spanId":'
+            '"0123456789abcdef","name":"GET /health","kind":2,"startTimeUnixNano":"1","endTimeUnixNano":"2"}]}]}]}'
+        ),
+        "otlp-json",
+        "no agent runs in {path}: nothing to suggest from (1 trace made no run, skipped",
+    ),
 ]
 
 
@@ -401,11 +469,16 @@ def test_the_real_cli_writes_a_spec_that_luckrate_grade_loads(tmp_path):
     files = sorted(str(p) for p in (DATA / "otlp").glob("*.openai-agents.otlp") if "nocontent" not in p.name)
     spec = tmp_path / "spec.py"
     env_cmd = [sys.executable, "-m", "luckrate.cli"]
-    made = subprocess.run([*env_cmd, "suggest", "--format", "otlp", "-o", str(spec), *files],
-                          check=False, capture_output=True, text=True)
+    made = subprocess.run(
+        [*env_cmd, "suggest", "--format", "otlp", "-o", str(spec), *files], check=False, capture_output=True, text=True
+    )
     assert made.returncode == 0, made.stderr
-    graded = subprocess.run([*env_cmd, "grade", "--json", "--format", "otlp", "--spec", str(spec), *files],
-                            check=False, capture_output=True, text=True)
+    graded = subprocess.run(
+        [*env_cmd, "grade", "--json", "--format", "otlp", "--spec", str(spec), *files],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     assert graded.returncode in (0, 1), graded.stderr
     report = json.loads(graded.stdout)
     assert len(report["runs"]) == len(files)
@@ -414,11 +487,19 @@ def test_the_real_cli_writes_a_spec_that_luckrate_grade_loads(tmp_path):
 
 
 def test_the_dev_set_proposes_a_spec_that_loads_and_the_benchmark_prints_its_tables():
-    bench = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "suggest.py"), "--sample", "8"],
-                           check=False, capture_output=True, text=True, cwd=ROOT)
+    bench = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "suggest.py"), "--sample", "8"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert bench.returncode == 0, bench.stderr
-    for heading in ("proposed lists vs detection.py's hand-written ones", "taint graded with the proposed spec",
-                    "Framework captures and example runs"):
+    for heading in (
+        "proposed lists vs detection.py's hand-written ones",
+        "taint graded with the proposed spec",
+        "Framework captures and example runs",
+    ):
         assert heading in bench.stdout
     for suite in ("banking", "slack", "travel", "workspace"):
         assert f"{suite:10} privileged" in bench.stdout and f"{suite:10} untrusted" in bench.stdout

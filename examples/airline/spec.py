@@ -5,10 +5,22 @@ tau_bench/envs/airline/wiki.md), rule by rule in our own words; the tools are th
 POLICY.md beside this file gives each rule and the key that says it, and what the spec cannot say.
 """
 
-USER_TOOLS = ["get_user_details", "get_reservation_details", "search_direct_flight", "search_onestop_flight",
-              "list_all_airports", "calculate", "think"]
-WRITES = ["book_reservation", "cancel_reservation", "update_reservation_flights", "update_reservation_baggages",
-          "update_reservation_passengers"]
+USER_TOOLS = [
+    "get_user_details",
+    "get_reservation_details",
+    "search_direct_flight",
+    "search_onestop_flight",
+    "list_all_airports",
+    "calculate",
+    "think",
+]
+WRITES = [
+    "book_reservation",
+    "cancel_reservation",
+    "update_reservation_flights",
+    "update_reservation_baggages",
+    "update_reservation_passengers",
+]
 CHANGES = WRITES[1:]  # the writes on an existing reservation
 
 SPEC = {
@@ -29,8 +41,10 @@ SPEC = {
     "once_per": {"cancel_reservation": "reservation_id"},
     "args": {
         # 7. Payment methods must already be in the user's profile: the id comes from that profile.
-        "update_reservation_flights": {"payment_id": {"from": ["tool:get_user_details"]},
-                                       "cabin": {"in": ["basic_economy", "economy", "business"]}},
+        "update_reservation_flights": {
+            "payment_id": {"from": ["tool:get_user_details"]},
+            "cabin": {"in": ["basic_economy", "economy", "business"]},
+        },
         "update_reservation_baggages": {"payment_id": {"from": ["tool:get_user_details"]}},
         # 8. A goodwill certificate is $50 or $100 per passenger, at most five passengers.
         "send_certificate": {"amount": {"min": 50, "max": 500}, "user_id": {"match": r"[a-z]+_[a-z]+_\d+"}},

@@ -36,8 +36,14 @@ class UsageError(Exception):
     """Bad input that is not an adapter's: a missing file, a run without a spec."""
 
 
-def _read_all(paths: Sequence[str], fmt: str, logs: Sequence[str] = (), skipped: dict[str, int] | None = None,
-              runs_by: str | None = None, assembly: dict[str, int] | None = None) -> list[Trajectory]:
+def _read_all(
+    paths: Sequence[str],
+    fmt: str,
+    logs: Sequence[str] = (),
+    skipped: dict[str, int] | None = None,
+    runs_by: str | None = None,
+    assembly: dict[str, int] | None = None,
+) -> list[Trajectory]:
     """Every file's runs; ``logs`` files join the traces of the trace files (OTLP formats: read together);
     ``skipped`` gets, per file, how many traces it held that are no run (an HTTP request's trace in a
     service's export); ``assembly`` adds up what grouping traces into runs did (``runs_by``: OTLP only)."""
@@ -47,8 +53,9 @@ def _read_all(paths: Sequence[str], fmt: str, logs: Sequence[str] = (), skipped:
         from luckrate.adapters.otlp import read_otlp_files
 
         extra = {"runs_by": runs_by} if runs_by is not None else {}
-        found = read_otlp_files([(_read(p), p) for p in paths], [(_read(p), p) for p in logs],
-                                json=fmt == "otlp-json", **extra)
+        found = read_otlp_files(
+            [(_read(p), p) for p in paths], [(_read(p), p) for p in logs], json=fmt == "otlp-json", **extra
+        )
         for path, n in found.skipped_in.items():
             if skipped is not None:
                 skipped[path] = skipped.get(path, 0) + n
@@ -146,8 +153,9 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     for path in files:
         notes += tally_file(tally, path, args.format, events)
     if not tally.agents:
-        raise UsageError(f"no agent runs in {', '.join(args.files)}: nothing to suggest from"
-                         + (f" ({notes[0]})" if notes else ""))
+        raise UsageError(
+            f"no agent runs in {', '.join(args.files)}: nothing to suggest from" + (f" ({notes[0]})" if notes else "")
+        )
     proposals, more = propose(tally, Thresholds(fields=args.fields))
     notes += more
     text = render(proposals, notes, args.files)
@@ -183,8 +191,10 @@ def tally_file(tally: Tally, path: str, fmt: str, events: dict | None = None) ->
 
         runs, skipped = read_otlp_runs(data, path, fmt, logs=events)
         if skipped:
-            notes.append(f"{len(skipped):,} trace{'s' if len(skipped) != 1 else ''} made no run, skipped "
-                         f"(first: {_one_line(skipped[0])})")
+            notes.append(
+                f"{len(skipped):,} trace{'s' if len(skipped) != 1 else ''} made no run, skipped "
+                f"(first: {_one_line(skipped[0])})"
+            )
         definitions = definitions_from_file(data, fmt) if runs else {}
     else:
         runs = reader(fmt)(data, path)
@@ -198,15 +208,27 @@ def tally_file(tally: Tally, path: str, fmt: str, events: dict | None = None) ->
 
 
 def _add_format(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=sorted(FORMATS), default="trajectory",
-                        help="input format (default: trajectory, luckrate's JSON / JSON Lines form)")
-    parser.add_argument("--logs", action="append", metavar="FILE",
-                        help="with --format otlp or otlp-json: an OTLP logs file (ExportLogsServiceRequest) whose "
-                             "records join the traces of FILEs; repeatable. A logs file among FILEs is found by "
-                             "its content too")
-    parser.add_argument("--runs-by", choices=RUN_MODES, default=None,
-                        help="OTLP input: which traces make one run: trace (each trace), links (traces tied by "
-                             "span links; the default) or conversation (also traces sharing gen_ai.conversation.id)")
+    parser.add_argument(
+        "--format",
+        choices=sorted(FORMATS),
+        default="trajectory",
+        help="input format (default: trajectory, luckrate's JSON / JSON Lines form)",
+    )
+    parser.add_argument(
+        "--logs",
+        action="append",
+        metavar="FILE",
+        help="with --format otlp or otlp-json: an OTLP logs file (ExportLogsServiceRequest) whose "
+        "records join the traces of FILEs; repeatable. A logs file among FILEs is found by "
+        "its content too",
+    )
+    parser.add_argument(
+        "--runs-by",
+        choices=RUN_MODES,
+        default=None,
+        help="OTLP input: which traces make one run: trace (each trace), links (traces tied by "
+        "span links; the default) or conversation (also traces sharing gen_ai.conversation.id)",
+    )
     parser.add_argument("files", nargs="+", metavar="FILE")
 
 
@@ -217,9 +239,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("grade", help="grade runs; exit 1 when the gate fails")
     p.add_argument("--spec", required=True, help="spec file: Python (SPEC / SPECS) or JSON")
     p.add_argument("--json", action="store_true", help="print the JSON report")
-    p.add_argument("--explain", action="store_true",
-                   help="show every traced argument: the forms looked up, where it was found, and why it is or is "
-                        "not ungrounded or taint (a \"provenance\" list per run in --json)")
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="show every traced argument: the forms looked up, where it was found, and why it is or is "
+        'not ungrounded or taint (a "provenance" list per run in --json)',
+    )
     _add_format(p)
     p.set_defaults(func=cmd_grade)
 
@@ -228,13 +253,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("suggest", help="propose a spec (a Python file to review) from recorded runs")
-    p.add_argument("--check", metavar="SPEC",
-                   help="compare SPEC with what the traffic suggests instead: tools called but not declared, declared "
-                        "but never seen, privileged or untrusted candidates not declared (exit 1 when any)")
+    p.add_argument(
+        "--check",
+        metavar="SPEC",
+        help="compare SPEC with what the traffic suggests instead: tools called but not declared, declared "
+        "but never seen, privileged or untrusted candidates not declared (exit 1 when any)",
+    )
     p.add_argument("-o", "--output", metavar="PATH", help="write the proposed spec to PATH (default: print it)")
-    p.add_argument("--fields", action="store_true",
-                   help="declare untrusted field by field where every sentence a tool returned sat in named fields "
-                        "(the dict form; other untrusted tools then get \"*\", their whole result)")
+    p.add_argument(
+        "--fields",
+        action="store_true",
+        help="declare untrusted field by field where every sentence a tool returned sat in named fields "
+        '(the dict form; other untrusted tools then get "*", their whole result)',
+    )
     _add_format(p)
     p.set_defaults(func=cmd_suggest)
 

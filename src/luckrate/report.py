@@ -13,9 +13,14 @@ SKIPPED_REASON = "no agent, model or tool span"
 """Why a file's trace is not graded: it is no agent's run (an HTTP request's, a database call's)."""
 
 
-def as_json(grades: Sequence[RunGrade], luck: LuckRate, result: GateResult,
-            explained: Sequence[list[dict]] | None = None, skipped: Mapping[str, int] | None = None,
-            assembly: Mapping[str, int] | None = None) -> str:
+def as_json(
+    grades: Sequence[RunGrade],
+    luck: LuckRate,
+    result: GateResult,
+    explained: Sequence[list[dict]] | None = None,
+    skipped: Mapping[str, int] | None = None,
+    assembly: Mapping[str, int] | None = None,
+) -> str:
     """The JSON report; with ``explained`` (``--explain``) each run also carries its ``provenance`` list.
     When files held traces that are no run (``skipped``: file -> count), a ``skipped`` object says how
     many and where: ``{"traces": n, "reason": "no agent, model or tool span", "files": {file: n}}``. When
@@ -33,9 +38,14 @@ def as_json(grades: Sequence[RunGrade], luck: LuckRate, result: GateResult,
     return json.dumps(report, ensure_ascii=False)
 
 
-def as_text(grades: Sequence[RunGrade], luck: LuckRate, result: GateResult,
-            explained: Sequence[list[dict]] | None = None, skipped: Mapping[str, int] | None = None,
-            assembly: Mapping[str, int] | None = None) -> str:
+def as_text(
+    grades: Sequence[RunGrade],
+    luck: LuckRate,
+    result: GateResult,
+    explained: Sequence[list[dict]] | None = None,
+    skipped: Mapping[str, int] | None = None,
+    assembly: Mapping[str, int] | None = None,
+) -> str:
     lines = []
     for i, g in enumerate(grades):
         path = "ok" if g.path_ok else "BAD"
@@ -65,5 +75,7 @@ def _explained(entry: dict) -> str:
     forms = ", ".join(entry["looked_up"][1:])
     looked = f" (also looked up as {forms})" if forms else ""
     found = ", ".join(entry["sources"]) or "nowhere"
-    return (f"    traced  step {entry['step']} {entry['tool']} {entry['path']}={entry['value']!r}{looked}: "
-            f"{verdict}; found in {found}; {entry['reason']}")
+    return (
+        f"    traced  step {entry['step']} {entry['tool']} {entry['path']}={entry['value']!r}{looked}: "
+        f"{verdict}; found in {found}; {entry['reason']}"
+    )

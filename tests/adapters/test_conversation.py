@@ -30,8 +30,7 @@ CAPTURED = [
     ("langgraph", "langgraph/clean.json", (1, 3, 5), [("user", 0), ("agent", 3)], []),
     ("otlp", "langgraph/parallel_failing.openinference.otlp", (0, 0, 1), [("user", 0), ("agent", 3)], [1]),
     ("otlp", "langgraph/parallel_failing.traceloop.otlp", (0, 0, 1), [("user", 0), ("agent", 3)], [1]),
-    ("otlp-json", "langgraph/parallel_failing.openinference.otlp.json", (0, 0, 1), [("user", 0), ("agent", 3)],
-     [1]),
+    ("otlp-json", "langgraph/parallel_failing.openinference.otlp.json", (0, 0, 1), [("user", 0), ("agent", 3)], [1]),
     ("otlp", "otlp/clean.openai-agents.otlp", (0, 1, 2), [("user", 0), ("agent", 3)], []),
     # A tool that raises, then a retry and an escalation asked for in one model turn.
     ("otlp", "otlp/failing.openai-agents.otlp", (0, 1, 1), [("user", 0), ("agent", 3)], [2]),
@@ -68,22 +67,55 @@ def lc(*script):
             out.append(AIMessage(content=rest[0]))
         else:
             tool_name, call_id, narration = rest
-            out.append(AIMessage(content=narration, tool_calls=[
-                {"name": tool_name, "args": {"id": "R-1"}, "id": call_id, "type": "tool_call"}]))
+            out.append(
+                AIMessage(
+                    content=narration,
+                    tool_calls=[{"name": tool_name, "args": {"id": "R-1"}, "id": call_id, "type": "tool_call"}],
+                )
+            )
             out.append(ToolMessage(content="ok", tool_call_id=call_id))
     return out
 
 
 LANGGRAPH_CONFIRM = [
-    ("yes after the question", lc(("user", "cancel R-1"), ("call", "get", "c1", ""), ("ask", ASK), ("user", "yes"),
-                                  ("call", "cancel", "c2", "")), []),
-    ("narration beside the call is not a message", lc(("user", "cancel R-1"), ("call", "get", "c1", ""), ("ask", ASK),
-                                                      ("user", "yes please"),
-                                                      ("call", "cancel", "c2", "Cancelling R-1 now.")), []),
-    ("yes before the question", lc(("user", "yes, cancel R-1"), ("call", "get", "c1", ""), ("ask", ASK),
-                                   ("user", "how long does the refund take?"), ("call", "cancel", "c2", "")), [1]),
-    ("no reply to the question", lc(("user", "yes cancel R-1"), ("call", "get", "c1", ""), ("ask", ASK),
-                                    ("call", "cancel", "c2", "")), [1]),
+    (
+        "yes after the question",
+        lc(
+            ("user", "cancel R-1"),
+            ("call", "get", "c1", ""),
+            ("ask", ASK),
+            ("user", "yes"),
+            ("call", "cancel", "c2", ""),
+        ),
+        [],
+    ),
+    (
+        "narration beside the call is not a message",
+        lc(
+            ("user", "cancel R-1"),
+            ("call", "get", "c1", ""),
+            ("ask", ASK),
+            ("user", "yes please"),
+            ("call", "cancel", "c2", "Cancelling R-1 now."),
+        ),
+        [],
+    ),
+    (
+        "yes before the question",
+        lc(
+            ("user", "yes, cancel R-1"),
+            ("call", "get", "c1", ""),
+            ("ask", ASK),
+            ("user", "how long does the refund take?"),
+            ("call", "cancel", "c2", ""),
+        ),
+        [1],
+    ),
+    (
+        "no reply to the question",
+        lc(("user", "yes cancel R-1"), ("call", "get", "c1", ""), ("ask", ASK), ("call", "cancel", "c2", "")),
+        [1],
+    ),
 ]
 
 
@@ -105,23 +137,36 @@ def _conversation_spans(sub_agent_says: str | None = None, cancel_after_yes: boo
         chat(2, 1, 100, 200, inputs=[user], outputs=[get_call]),
         tool(3, 1, "get", 300, {"id": "R-1"}, "R-1 ok", gen_ai__tool__call__id="c1"),
         chat(4, 1, 400, 500, inputs=[user, get_call, get_result], outputs=[ask]),
-        chat(5, 1, 600, 700, inputs=[user, get_call, get_result, ask, yes],
-             outputs=[assistant(call_part("cancel", {"id": "R-1"}, "c2"))]),
+        chat(
+            5,
+            1,
+            600,
+            700,
+            inputs=[user, get_call, get_result, ask, yes],
+            outputs=[assistant(call_part("cancel", {"id": "R-1"}, "c2"))],
+        ),
         tool(6, 1, "cancel", 800, {"id": "R-1"}, "done", gen_ai__tool__call__id="c2"),
     ]
     if sub_agent_says is not None:
         # An agent used as a tool: its model's "user" is the orchestrator, in a context of its own.
         order = {"role": "user", "parts": [{"type": "text", "content": sub_agent_says}]}
-        spans.append(chat(7, 1, 210, 290, inputs=[order], outputs=[{"role": "assistant", "parts": [
-            {"type": "text", "content": "ok"}]}]))
+        spans.append(
+            chat(
+                7,
+                1,
+                210,
+                290,
+                inputs=[order],
+                outputs=[{"role": "assistant", "parts": [{"type": "text", "content": "ok"}]}],
+            )
+        )
     return spans
 
 
 OTLP_CONFIRM = [
     ("yes after the question", _conversation_spans(), []),
     ("no yes", _conversation_spans(cancel_after_yes=False), [1]),
-    ("an orchestrator's 'proceed' is not the user's", _conversation_spans("Proceed: cancel R-1, the user agreed."),
-     []),
+    ("an orchestrator's 'proceed' is not the user's", _conversation_spans("Proceed: cancel R-1, the user agreed."), []),
 ]
 
 
@@ -138,10 +183,15 @@ def test_otlp_user_message_events_placed_by_time():
     from luckrate.adapters.otlp import SpanEvent
     from tests.adapters.test_otlp_conventions import S
 
-    events = (SpanEvent("gen_ai.user.message", S + 50, (("content", "cancel R-1"),)),
-              SpanEvent("gen_ai.user.message", S + 350, (("content", "yes"),)))
-    spans = [agent(1, None, "support", 0, 10_000, events=events),
-             tool(3, 1, "get", 300, {"id": "R-1"}, "ok"), tool(6, 1, "cancel", 400, {"id": "R-1"}, "done")]
+    events = (
+        SpanEvent("gen_ai.user.message", S + 50, (("content", "cancel R-1"),)),
+        SpanEvent("gen_ai.user.message", S + 350, (("content", "yes"),)),
+    )
+    spans = [
+        agent(1, None, "support", 0, 10_000, events=events),
+        tool(3, 1, "get", 300, {"id": "R-1"}, "ok"),
+        tool(6, 1, "cancel", 400, {"id": "R-1"}, "done"),
+    ]
     traj = trajectory_from_spans(spans)
     assert [(m.role, m.text, m.before_step) for m in traj.messages] == [("user", "cancel R-1", 0), ("user", "yes", 1)]
     assert traj.model_turns == ()  # no model span: which turn issued a call is unknown
@@ -150,8 +200,14 @@ def test_otlp_user_message_events_placed_by_time():
 
 def test_otlp_tool_spans_answering_one_model_span_share_its_turn():
     # Output messages not captured: the two tool spans after one model call were issued in its turn.
-    spans = [agent(1, None, "support", 0, 10_000), chat(2, 1, 100, 200), tool(3, 1, "get", 300), tool(4, 1, "get", 310),
-             chat(5, 1, 400, 500), tool(6, 1, "cancel", 600)]
+    spans = [
+        agent(1, None, "support", 0, 10_000),
+        chat(2, 1, 100, 200),
+        tool(3, 1, "get", 300),
+        tool(4, 1, "get", 310),
+        chat(5, 1, 400, 500),
+        tool(6, 1, "cancel", 600),
+    ]
     traj = trajectory_from_spans(spans)
     assert traj.model_turns == (0, 0, 1)
     assert [v.step for v in grade(traj, PARALLEL).violations] == [1]
@@ -165,21 +221,39 @@ def test_file_form_round_trip():
 
 
 def test_file_form_messages_default_the_input():
-    traj = trajectory_from_dict({"id": "r", "steps": [{"tool": "get"}],
-                                 "messages": [{"role": "user", "text": "cancel R-1", "before_step": 0},
-                                              {"role": "user", "text": "yes", "before_step": 1}]})
+    traj = trajectory_from_dict(
+        {
+            "id": "r",
+            "steps": [{"tool": "get"}],
+            "messages": [
+                {"role": "user", "text": "cancel R-1", "before_step": 0},
+                {"role": "user", "text": "yes", "before_step": 1},
+            ],
+        }
+    )
     assert traj.inputs == ("cancel R-1", "yes")
 
 
 BAD_FILE_FORM = [
     ({"messages": {}}, "run 'r': 'messages' must be a list"),
-    ({"messages": [{"role": "bot", "text": "x", "before_step": 0}]},
-     "run 'r' messages[0]: 'role' must be \"user\" or \"agent\""),
+    (
+        {"messages": [{"role": "bot", "text": "x", "before_step": 0}]},
+        "run 'r' messages[0]: 'role' must be \"user\" or \"agent\"",
+    ),
     ({"messages": [{"role": "user", "before_step": 0}]}, "run 'r' messages[0]: missing 'text' (a string)"),
-    ({"messages": [{"role": "user", "text": "x", "before_step": 2}]},
-     "run 'r' messages[0]: 'before_step' must be an integer from 0 to 1 (messages in order)"),
-    ({"messages": [{"role": "user", "text": "x", "before_step": 1}, {"role": "user", "text": "y", "before_step": 0}]},
-     "run 'r' messages[1]: 'before_step' must be an integer from 1 to 1 (messages in order)"),
+    (
+        {"messages": [{"role": "user", "text": "x", "before_step": 2}]},
+        "run 'r' messages[0]: 'before_step' must be an integer from 0 to 1 (messages in order)",
+    ),
+    (
+        {
+            "messages": [
+                {"role": "user", "text": "x", "before_step": 1},
+                {"role": "user", "text": "y", "before_step": 0},
+            ]
+        },
+        "run 'r' messages[1]: 'before_step' must be an integer from 1 to 1 (messages in order)",
+    ),
     ({"model_turns": [0, 1]}, "run 'r': 'model_turns' must be a list with one entry per step (1)"),
     ({"model_turns": ["a"]}, "run 'r' model_turns[0]: must be an integer or null"),
 ]
@@ -197,18 +271,22 @@ BAD_KEYS_AND_TYPES = [
     ({"stpes": [{"tool": "get"}]}, "run 'r': unknown key 'stpes' (did you mean 'steps'?)"),
     ({"outptu_ok": True}, "run 'r': unknown key 'outptu_ok' (did you mean 'output_ok'?)"),
     ({"steps": [{"tool": "get", "agrs": {}}]}, "run 'r' steps[0]: unknown key 'agrs' (did you mean 'args'?)"),
-    ({"messages": [{"role": "user", "txt": "x", "text": "x", "before_step": 0}]},
-     "run 'r' messages[0]: unknown key 'txt' (did you mean 'text'?)"),
+    (
+        {"messages": [{"role": "user", "txt": "x", "text": "x", "before_step": 0}]},
+        "run 'r' messages[0]: unknown key 'txt' (did you mean 'text'?)",
+    ),
     ({"zzz": 1}, "run 'r': unknown key 'zzz'"),
     # "false" (a string) was read as True.
     ({"content": "false"}, "run 'r': 'content' must be true or false, got string"),
     ({"steps": {"tool": "get"}}, "run 'r': 'steps' must be a list, got object"),
-    ({"stpes": [], "content": 0, "steps": [{"tool": ""}, {"tool": "get", "t": "now"}]},
-     "4 problems in run 'r'\n"
-     "  unknown key 'stpes' (did you mean 'steps'?)\n"
-     "  'content' must be true or false, got number\n"
-     "  steps[0]: missing 'tool' (a non-empty string)\n"
-     "  steps[1]: 't' must be a number"),
+    (
+        {"stpes": [], "content": 0, "steps": [{"tool": ""}, {"tool": "get", "t": "now"}]},
+        "4 problems in run 'r'\n"
+        "  unknown key 'stpes' (did you mean 'steps'?)\n"
+        "  'content' must be true or false, got number\n"
+        "  steps[0]: missing 'tool' (a non-empty string)\n"
+        "  steps[1]: 't' must be a number",
+    ),
 ]
 
 
@@ -220,9 +298,25 @@ def test_file_form_unknown_keys_and_wrong_types_are_named(extra, error):
 
 
 def test_file_form_known_keys_still_read():
-    traj = trajectory_from_dict({"id": "r", "content": False, "steps": [
-        {"index": 0, "tool": "get", "args": {}, "result": None, "error": None, "t": 0, "duration": 0,
-         "agent": None, "call_id": None}]})
+    traj = trajectory_from_dict(
+        {
+            "id": "r",
+            "content": False,
+            "steps": [
+                {
+                    "index": 0,
+                    "tool": "get",
+                    "args": {},
+                    "result": None,
+                    "error": None,
+                    "t": 0,
+                    "duration": 0,
+                    "agent": None,
+                    "call_id": None,
+                }
+            ],
+        }
+    )
     assert traj.content is False and [s.tool for s in traj.steps] == ["get"]
 
 
@@ -238,11 +332,17 @@ def _n8n_with_memory(prompt: str | None) -> dict:
 
 N8N_CONFIRM = [
     ("no memory: the request answers nothing", None, [1]),
-    ("memory: the yes answers the agent's question",
-     "System: You are a support agent.\nHuman: Refund ORD-12345 please.\nAI: ORD-12345 was delivered (129). "
-     "Refund it?\nHuman: yes", []),
-    ("memory: the last user message does not affirm",
-     "System: You are a support agent.\nHuman: yes refund ORD-12345\nAI: Which amount?\nHuman: all of it", [1]),
+    (
+        "memory: the yes answers the agent's question",
+        "System: You are a support agent.\nHuman: Refund ORD-12345 please.\nAI: ORD-12345 was delivered (129). "
+        "Refund it?\nHuman: yes",
+        [],
+    ),
+    (
+        "memory: the last user message does not affirm",
+        "System: You are a support agent.\nHuman: yes refund ORD-12345\nAI: Which amount?\nHuman: all of it",
+        [1],
+    ),
 ]
 
 

@@ -47,7 +47,11 @@ def test_captured_crew_becomes_the_scripted_steps(scenario: Scenario):
     calls = [c for turn in scenario.turns for c in turn]
     assert _rows(traj) == [("Support Agent", c.tool, c.args, c.result, c.error) for c in calls]
     assert (traj.id, traj.case, traj.agent, traj.output_ok) == (
-        f"crewai-{scenario.name}", scenario.name, "Support Agent", True)
+        f"crewai-{scenario.name}",
+        scenario.name,
+        "Support Agent",
+        True,
+    )
     assert traj.input == scenario.user
     assert all(s.t > 1e9 and 0 <= s.duration < 60 for s in traj.steps)
     assert [s.t for s in traj.steps] == sorted(s.t for s in traj.steps)
@@ -73,7 +77,10 @@ def test_failing_tool_in_a_parallel_turn():
 def test_each_step_names_the_agent_that_made_it():
     traj = trajectory_from_events(_events("two_agents"), id="r")
     assert [(s.agent, s.tool) for s in traj.steps] == [
-        ("Researcher", "lookup_order"), ("Researcher", "fetch_webpage"), ("Support Agent", "send_email")]
+        ("Researcher", "lookup_order"),
+        ("Researcher", "fetch_webpage"),
+        ("Support Agent", "send_email"),
+    ]
     assert traj.agent is None  # no single agent: the '*' spec applies
     assert traj.input == ("Find the refund policy for order ORD-12345.", "Email the policy to alice@example.com.")
     assert trajectory_from_events(_events("two_agents"), id="r", agent="crew").agent == "crew"
@@ -109,8 +116,11 @@ def test_input_order_does_not_matter(name, seed):
 def test_one_order_key_for_the_whole_run():
     # Sequences say A, B, C; timestamps say C, B, A. When one start lacks its sequence the whole run
     # orders by timestamp: mixing the two keys per event would interleave unrelated number spaces.
-    events = [_start("A", seq=1, ts="2026-01-01T00:00:03Z"), _start("B", seq=2, ts="2026-01-01T00:00:02Z"),
-              _start("C", seq=3, ts="2026-01-01T00:00:01Z")]
+    events = [
+        _start("A", seq=1, ts="2026-01-01T00:00:03Z"),
+        _start("B", seq=2, ts="2026-01-01T00:00:02Z"),
+        _start("C", seq=3, ts="2026-01-01T00:00:01Z"),
+    ]
     assert [s.args["order_id"] for s in trajectory_from_events(events, id="r").steps] == ["A", "B", "C"]
     events[1] = _start("B", seq=None, ts="2026-01-01T00:00:02Z")
     assert [s.args["order_id"] for s in trajectory_from_events(events, id="r").steps] == ["C", "B", "A"]
@@ -119,29 +129,45 @@ def test_one_order_key_for_the_whole_run():
 
 
 def _start(order: str, seq: int | None, ts: str | None) -> dict:
-    return {"type": "tool_usage_started", "tool_name": "lookup_order", "tool_args": {"order_id": order},
-            "emission_sequence": seq, "timestamp": ts, "event_id": f"start-{order}"}
+    return {
+        "type": "tool_usage_started",
+        "tool_name": "lookup_order",
+        "tool_args": {"order_id": order},
+        "emission_sequence": seq,
+        "timestamp": ts,
+        "event_id": f"start-{order}",
+    }
 
 
 def test_ends_without_started_event_id_pair_with_the_earliest_open_start():
     events = _events("failing_parallel")
     for e in events:
         e["started_event_id"] = None
-    assert _rows(trajectory_from_events(events, id="r")) == _rows(trajectory_from_events(_events("failing_parallel"), id="r"))
+    assert _rows(trajectory_from_events(events, id="r")) == _rows(
+        trajectory_from_events(_events("failing_parallel"), id="r")
+    )
 
 
 def test_start_without_end_is_a_step_with_no_result():
-    events = [e for e in _events("injected") if not (e["type"] == "tool_usage_finished" and e["tool_name"] == "send_email")]
+    events = [
+        e for e in _events("injected") if not (e["type"] == "tool_usage_finished" and e["tool_name"] == "send_email")
+    ]
     traj = trajectory_from_events(events, id="r", input="What does https://shop.example/faq say?")
     assert [(s.tool, s.result, s.duration) for s in traj.steps][-1] == ("send_email", None, 0.0)
     assert ("taint", "send_email") in {(v.check, v.tool) for v in grade(traj, spec_for(SPECS, None)).violations}
 
 
 def test_end_without_start_is_still_a_step():
-    events = [e for e in _events("forbidden") if not (e["type"] == "tool_usage_started" and e["tool_name"] == "delete_account")]
+    events = [
+        e
+        for e in _events("forbidden")
+        if not (e["type"] == "tool_usage_started" and e["tool_name"] == "delete_account")
+    ]
     traj = trajectory_from_events(events, id="r")
     assert [(s.tool, s.result) for s in traj.steps] == [
-        ("lookup_order", _events("forbidden")[1]["output"]), ("delete_account", "account deleted")]
+        ("lookup_order", _events("forbidden")[1]["output"]),
+        ("delete_account", "account deleted"),
+    ]
     end = next(e for e in events if e["tool_name"] == "delete_account")
     duration = (datetime.fromisoformat(end["finished_at"]) - datetime.fromisoformat(end["started_at"])).total_seconds()
     assert traj.steps[1].duration == pytest.approx(duration, abs=1e-6) and duration > 0
@@ -156,12 +182,15 @@ def test_reported_failure_on_a_finished_event_is_an_error():
     assert (step.tool, step.result, step.error) == ("issue_refund", None, "refund service said no")
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    ('{"order_id": "A"}', {"order_id": "A"}),
-    ("order A please", {"input": "order A please"}),
-    ('["A"]', {"input": '["A"]'}),
-    (None, {}),
-])
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ('{"order_id": "A"}', {"order_id": "A"}),
+        ("order A please", {"input": "order A please"}),
+        ('["A"]', {"input": '["A"]'}),
+        (None, {}),
+    ],
+)
 def test_string_arguments(args, expected):
     event = {"type": "tool_usage_started", "tool_name": "lookup_order", "tool_args": args}
     assert trajectory_from_events([event], id="r").steps[0].args == expected
@@ -188,8 +217,11 @@ MALFORMED = [
     ("bad timestamp", _bad(4, timestamp="yesterday"), "events[4].timestamp: not an ISO 8601 time: 'yesterday'"),
     ("timestamp a number", _bad(4, timestamp=17), "events[4].timestamp: expected an ISO 8601 time, got int"),
     ("bad sequence", _bad(5, emission_sequence="7"), "events[5].emission_sequence: expected an integer, got str"),
-    ("second end", _events("clean")[:2] + [dict(_events("clean")[1], event_id="dup")],
-     "events[2]: second end for the call started at events[0]"),
+    (
+        "second end",
+        _events("clean")[:2] + [dict(_events("clean")[1], event_id="dup")],
+        "events[2]: second end for the call started at events[0]",
+    ),
 ]
 
 
@@ -227,19 +259,41 @@ BAD_FILES = [
     ("bad output_ok", '{"output_ok": 1, "events": []}', "f: 'output_ok' must be true, false or null"),
     ("bad input", '{"input": [1], "events": []}', "f: 'input' must be a string or a list of strings"),
     ("bad agent", '{"agent": 1, "events": []}', "f: 'agent' must be a string or null"),
-    ("nested", '{"events": [{"type": "tool_usage_started"}]}', "f: events[0]: missing 'tool_name' (a non-empty string)"),
+    (
+        "nested",
+        '{"events": [{"type": "tool_usage_started"}]}',
+        "f: events[0]: missing 'tool_name' (a non-empty string)",
+    ),
     ("bad json line", '{"events": []}\n{"events": \n', "f:2: invalid JSON (Expecting value at column 12)"),
     ("line not object", '{"events": []}\n7\n', "f:2: expected a run object or an event on each line, got int"),
-    ("mixed lines", _lines({"events": []}, {"type": "tool_usage_started", "tool_name": "t"}),
-     "f:2: mixes run objects and bare events (use one or the other)"),
-    ("bad run line", _lines({"events": []}, {"events": [{"type": "tool_usage_started"}]}),
-     "f:2: events[0]: missing 'tool_name' (a non-empty string)"),
-    ("bad event line", _lines({"type": "tool_usage_started", "tool_name": "t"}, {},
-                              {"type": "tool_usage_started", "tool_name": "t", "timestamp": "noon"}),
-     "f:2: missing 'type' (e.g. 'tool_usage_started')"),
-    ("bad event field line", '\n' + _lines({"type": "tool_usage_started", "tool_name": "t"},
-                                           {"type": "tool_usage_started", "tool_name": "t", "timestamp": "noon"}),
-     "f:3: timestamp: not an ISO 8601 time: 'noon'"),
+    (
+        "mixed lines",
+        _lines({"events": []}, {"type": "tool_usage_started", "tool_name": "t"}),
+        "f:2: mixes run objects and bare events (use one or the other)",
+    ),
+    (
+        "bad run line",
+        _lines({"events": []}, {"events": [{"type": "tool_usage_started"}]}),
+        "f:2: events[0]: missing 'tool_name' (a non-empty string)",
+    ),
+    (
+        "bad event line",
+        _lines(
+            {"type": "tool_usage_started", "tool_name": "t"},
+            {},
+            {"type": "tool_usage_started", "tool_name": "t", "timestamp": "noon"},
+        ),
+        "f:2: missing 'type' (e.g. 'tool_usage_started')",
+    ),
+    (
+        "bad event field line",
+        "\n"
+        + _lines(
+            {"type": "tool_usage_started", "tool_name": "t"},
+            {"type": "tool_usage_started", "tool_name": "t", "timestamp": "noon"},
+        ),
+        "f:3: timestamp: not an ISO 8601 time: 'noon'",
+    ),
 ]
 
 

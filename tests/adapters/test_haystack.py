@@ -33,10 +33,22 @@ def test_a_failing_tool_is_read_from_haystack_tool_error(mode, content):
 
 
 REPRS = [
-    ("a model input", "{'messages': [ChatMessage(_role=<ChatRole.USER: 'user'>, _content=[TextContent(text='hi')], "
-     "_name=None, _meta={})], 'tools': [Tool(name='t', function=<function f at 0x1>)]}",
-     {"messages": [{"__type": "ChatMessage", "_role": "user", "_content": [{"__type": "TextContent", "text": "hi"}],
-                    "_name": None, "_meta": {}}]}),
+    (
+        "a model input",
+        "{'messages': [ChatMessage(_role=<ChatRole.USER: 'user'>, _content=[TextContent(text='hi')], "
+        "_name=None, _meta={})], 'tools': [Tool(name='t', function=<function f at 0x1>)]}",
+        {
+            "messages": [
+                {
+                    "__type": "ChatMessage",
+                    "_role": "user",
+                    "_content": [{"__type": "TextContent", "text": "hi"}],
+                    "_name": None,
+                    "_meta": {},
+                }
+            ]
+        },
+    ),
     ("an expression is parsed, never run", "{'messages': [__import__('os').system('true')]}", None),
     ("attribute access is no plain value", "{'messages': [a.b]}", None),
     ("not Python", "{'messages': [ChatMessage(", None),

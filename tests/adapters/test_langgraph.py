@@ -87,8 +87,13 @@ def test_results_match_by_call_id_not_position():
     # Results arrive in the other order than the calls were issued (as parallel tools may finish).
     messages = [
         HumanMessage("go"),
-        AIMessage("", tool_calls=[{"name": "lookup_order", "args": {"order_id": "A"}, "id": "a"},
-                                  {"name": "fetch_webpage", "args": {"url": "u"}, "id": "b"}]),
+        AIMessage(
+            "",
+            tool_calls=[
+                {"name": "lookup_order", "args": {"order_id": "A"}, "id": "a"},
+                {"name": "fetch_webpage", "args": {"url": "u"}, "id": "b"},
+            ],
+        ),
         ToolMessage("page", tool_call_id="b"),
         ToolMessage("order", tool_call_id="a"),
     ]
@@ -97,12 +102,17 @@ def test_results_match_by_call_id_not_position():
 
 
 def test_invalid_tool_call_is_a_failed_step():
-    message = AIMessage("", invalid_tool_calls=[{"name": "delete_account", "args": "{user_id: x", "id": "c1",
-                                                "error": "bad JSON"}])
+    message = AIMessage(
+        "", invalid_tool_calls=[{"name": "delete_account", "args": "{user_id: x", "id": "c1", "error": "bad JSON"}]
+    )
     traj = trajectory_from_messages([HumanMessage("hi"), message], id="r")
     (step,) = traj.steps
-    assert (step.tool, step.args, step.error, step.call_id) == ("delete_account", {"input": "{user_id: x"},
-                                                                "invalid tool call: bad JSON", "c1")
+    assert (step.tool, step.args, step.error, step.call_id) == (
+        "delete_account",
+        {"input": "{user_id: x"},
+        "invalid tool call: bad JSON",
+        "c1",
+    )
 
 
 def test_several_human_messages_and_content_blocks():
@@ -121,25 +131,53 @@ MALFORMED = [
     ("not a list", "{}", "expected a list of messages, got dict"),
     ("no type", [{"data": {"content": "x"}}], "messages[0]: missing 'type' (human, ai, tool, system, ...)"),
     ("data not object", [{"type": "ai", "data": []}], "messages[0].data: expected an object, got list"),
-    ("tool_calls not list", [{"type": "ai", "data": {"tool_calls": "x"}}],
-     "messages[0].tool_calls: expected a list, got str"),
-    ("call without name", [{"type": "ai", "data": {"tool_calls": [{"args": {}, "id": "a"}]}}],
-     "messages[0].tool_calls[0]: missing 'name' (a non-empty string)"),
-    ("args not object", [{"type": "human", "data": {"content": "q"}},
-                         {"type": "ai", "data": {"tool_calls": [{"name": "t", "args": "x=1", "id": "a"}]}}],
-     "messages[1].tool_calls[0].args: expected an object, got str"),
-    ("id not string", [{"type": "ai", "data": {"tool_calls": [{"name": "t", "args": {}, "id": 7}]}}],
-     "messages[0].tool_calls[0].id: expected a string or null, got int"),
-    ("result without id", [{"type": "tool", "data": {"content": "x"}}],
-     "messages[0]: tool message without 'tool_call_id'"),
-    ("result for unknown call", [{"type": "tool", "data": {"content": "x", "tool_call_id": "zz"}}],
-     "messages[0]: result for call id 'zz', which no earlier AI message issued"),
-    ("second result", [{"type": "ai", "data": {"tool_calls": [{"name": "t", "args": {}, "id": "a"}]}},
-                       {"type": "tool", "data": {"content": "x", "tool_call_id": "a"}},
-                       {"type": "tool", "data": {"content": "y", "tool_call_id": "a"}}],
-     "messages[2]: second result for call id 'a'"),
-    ("content not text", [{"type": "human", "data": {"content": 5}}],
-     "messages[0].content: expected a string or a list of content blocks, got int"),
+    (
+        "tool_calls not list",
+        [{"type": "ai", "data": {"tool_calls": "x"}}],
+        "messages[0].tool_calls: expected a list, got str",
+    ),
+    (
+        "call without name",
+        [{"type": "ai", "data": {"tool_calls": [{"args": {}, "id": "a"}]}}],
+        "messages[0].tool_calls[0]: missing 'name' (a non-empty string)",
+    ),
+    (
+        "args not object",
+        [
+            {"type": "human", "data": {"content": "q"}},
+            {"type": "ai", "data": {"tool_calls": [{"name": "t", "args": "x=1", "id": "a"}]}},
+        ],
+        "messages[1].tool_calls[0].args: expected an object, got str",
+    ),
+    (
+        "id not string",
+        [{"type": "ai", "data": {"tool_calls": [{"name": "t", "args": {}, "id": 7}]}}],
+        "messages[0].tool_calls[0].id: expected a string or null, got int",
+    ),
+    (
+        "result without id",
+        [{"type": "tool", "data": {"content": "x"}}],
+        "messages[0]: tool message without 'tool_call_id'",
+    ),
+    (
+        "result for unknown call",
+        [{"type": "tool", "data": {"content": "x", "tool_call_id": "zz"}}],
+        "messages[0]: result for call id 'zz', which no earlier AI message issued",
+    ),
+    (
+        "second result",
+        [
+            {"type": "ai", "data": {"tool_calls": [{"name": "t", "args": {}, "id": "a"}]}},
+            {"type": "tool", "data": {"content": "x", "tool_call_id": "a"}},
+            {"type": "tool", "data": {"content": "y", "tool_call_id": "a"}},
+        ],
+        "messages[2]: second result for call id 'a'",
+    ),
+    (
+        "content not text",
+        [{"type": "human", "data": {"content": 5}}],
+        "messages[0].content: expected a string or a list of content blocks, got int",
+    ),
 ]
 
 
@@ -151,8 +189,13 @@ def test_malformed_messages_name_index_and_field(messages, error):
 
 
 def _envelope(scenario: Scenario, **extra) -> dict:
-    return {"id": scenario.name, "case": scenario.name, "output_ok": True,
-            "messages": messages_to_dict(run_scenario(scenario)), **extra}
+    return {
+        "id": scenario.name,
+        "case": scenario.name,
+        "output_ok": True,
+        "messages": messages_to_dict(run_scenario(scenario)),
+        **extra,
+    }
 
 
 def test_file_forms():
@@ -183,10 +226,16 @@ BAD_FILES = [
     ("bad case", '{"case": 1, "messages": []}', "f.json: 'case' must be a string or null"),
     ("bad line", '{"messages": []}\n{"messages": [\n', "f.json:2: invalid JSON (Expecting value at column 15)"),
     ("line not object", '{"messages": []}\n[]\n', "f.json:2: expected a run object on each line, got list"),
-    ("nested error", '{"messages": []}\n{"messages": [{"type": "tool", "data": {"content": "x"}}]}',
-     "f.json:2: messages[0]: tool message without 'tool_call_id'"),
-    ("located in one doc", '[{"type": "ai", "data": {"tool_calls": [{"id": "a"}]}}]',
-     "f.json: messages[0].tool_calls[0]: missing 'name' (a non-empty string)"),
+    (
+        "nested error",
+        '{"messages": []}\n{"messages": [{"type": "tool", "data": {"content": "x"}}]}',
+        "f.json:2: messages[0]: tool message without 'tool_call_id'",
+    ),
+    (
+        "located in one doc",
+        '[{"type": "ai", "data": {"tool_calls": [{"id": "a"}]}}]',
+        "f.json: messages[0].tool_calls[0]: missing 'name' (a non-empty string)",
+    ),
 ]
 
 

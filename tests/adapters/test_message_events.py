@@ -19,8 +19,9 @@ from luckrate.adapters.otlp import read_otlp
 from luckrate.core.grade import grade
 from luckrate.core.spec import Spec
 
-SPEC = Spec.from_dict({"tools": ["get_reservation", "cancel_reservation"], "confirm": ["cancel_reservation"],
-                       "max_parallel": 1})
+SPEC = Spec.from_dict(
+    {"tools": ["get_reservation", "cancel_reservation"], "confirm": ["cancel_reservation"], "max_parallel": 1}
+)
 ASK = "Reservation R1X2Y3 is refundable. Shall I cancel it?"
 
 
@@ -43,8 +44,11 @@ def _record(script: list[tuple], choice: bool = False) -> bytes:
         clock[0] += 1_000_000
         return clock[0]
 
-    root = tracer.start_span("invoke_agent airline", start_time=tick(), attributes={
-        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "airline"})
+    root = tracer.start_span(
+        "invoke_agent airline",
+        start_time=tick(),
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "airline"},
+    )
     from opentelemetry import trace
 
     with trace.use_span(root, end_on_exit=False):
@@ -57,10 +61,17 @@ def _record(script: list[tuple], choice: bool = False) -> bytes:
                 calls = [_call(tool, cid, {"reservation_id": "R1X2Y3"}) for tool, cid in value]
                 _assistant(root, {"tool_calls": json.dumps(calls)}, choice, tick())
                 for tool, cid in value:
-                    span = tracer.start_span(f"execute_tool {tool}", start_time=tick(), attributes={
-                        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
-                        "gen_ai.tool.call.id": cid, "gen_ai.tool.call.arguments": '{"reservation_id": "R1X2Y3"}',
-                        "gen_ai.tool.call.result": "ok"})
+                    span = tracer.start_span(
+                        f"execute_tool {tool}",
+                        start_time=tick(),
+                        attributes={
+                            "gen_ai.operation.name": "execute_tool",
+                            "gen_ai.tool.name": tool,
+                            "gen_ai.tool.call.id": cid,
+                            "gen_ai.tool.call.arguments": '{"reservation_id": "R1X2Y3"}',
+                            "gen_ai.tool.call.result": "ok",
+                        },
+                    )
                     span.end(end_time=tick())
     root.end(end_time=tick())
     return encode_spans(exporter.get_finished_spans()).SerializeToString()
@@ -68,22 +79,37 @@ def _record(script: list[tuple], choice: bool = False) -> bytes:
 
 def _assistant(span, body: dict, choice: bool, at: int) -> None:
     if choice:
-        span.add_event("gen_ai.choice", {"index": 0, "finish_reason": "stop",
-                                         "message": json.dumps({"role": "assistant", **body})}, timestamp=at)
+        span.add_event(
+            "gen_ai.choice",
+            {"index": 0, "finish_reason": "stop", "message": json.dumps({"role": "assistant", **body})},
+            timestamp=at,
+        )
     else:
         span.add_event("gen_ai.assistant.message", body, timestamp=at)
 
 
 GET, CANCEL = ("get_reservation", "c1"), ("cancel_reservation", "c2")
 CASES = [
-    ("a yes answering the agent's question confirms",
-     [("user", "Cancel R1X2Y3 please"), ("call", [GET]), ("ask", ASK), ("user", "yes"), ("call", [CANCEL])], []),
-    ("a yes in the opening request confirms nothing the agent stated",
-     [("user", "Yes, cancel R1X2Y3"), ("call", [GET]), ("call", [CANCEL])], [1]),
-    ("a yes before the agent's question does not answer it",
-     [("user", "Cancel R1X2Y3, yes"), ("call", [GET]), ("ask", ASK), ("call", [CANCEL])], [1]),
-    ("no yes after the question", [("user", "Cancel R1X2Y3"), ("call", [GET]), ("ask", ASK), ("user", "hmm"),
-                                  ("call", [CANCEL])], [1]),
+    (
+        "a yes answering the agent's question confirms",
+        [("user", "Cancel R1X2Y3 please"), ("call", [GET]), ("ask", ASK), ("user", "yes"), ("call", [CANCEL])],
+        [],
+    ),
+    (
+        "a yes in the opening request confirms nothing the agent stated",
+        [("user", "Yes, cancel R1X2Y3"), ("call", [GET]), ("call", [CANCEL])],
+        [1],
+    ),
+    (
+        "a yes before the agent's question does not answer it",
+        [("user", "Cancel R1X2Y3, yes"), ("call", [GET]), ("ask", ASK), ("call", [CANCEL])],
+        [1],
+    ),
+    (
+        "no yes after the question",
+        [("user", "Cancel R1X2Y3"), ("call", [GET]), ("ask", ASK), ("user", "hmm"), ("call", [CANCEL])],
+        [1],
+    ),
 ]
 
 
@@ -99,14 +125,22 @@ def test_messages_are_placed_by_time():
     script = [("user", "Cancel R1X2Y3 please"), ("call", [GET]), ("ask", ASK), ("user", "yes"), ("call", [CANCEL])]
     [traj] = read_otlp(_record(script), "f")
     assert [(m.role, m.text, m.before_step) for m in traj.messages] == [
-        ("user", "Cancel R1X2Y3 please", 0), ("agent", ASK, 1), ("user", "yes", 1)]
+        ("user", "Cancel R1X2Y3 please", 0),
+        ("agent", ASK, 1),
+        ("user", "yes", 1),
+    ]
     assert traj.input == ("Cancel R1X2Y3 please", "yes")
 
 
 def test_tool_calls_of_one_assistant_event_are_one_turn():
     # No model span: the assistant events asking for calls are the model turns, so max_parallel runs.
-    script = [("user", "Cancel R1X2Y3"), ("call", [GET, ("get_reservation", "c3")]), ("ask", ASK), ("user", "yes"),
-              ("call", [CANCEL])]
+    script = [
+        ("user", "Cancel R1X2Y3"),
+        ("call", [GET, ("get_reservation", "c3")]),
+        ("ask", ASK),
+        ("user", "yes"),
+        ("call", [CANCEL]),
+    ]
     [traj] = read_otlp(_record(script), "f")
     assert traj.model_turns == (0, 0, 1)
     g = grade(traj, SPEC)

@@ -81,8 +81,9 @@ def test_clock_is_the_run_entries_in_seconds(name):
     payload = _load(name)
     traj = _one(payload, name)
     entries = {(n, i): e for n, runs in payload["data"]["resultData"]["runData"].items() for i, e in enumerate(runs)}
-    tool_entries = sorted((e for e in entries.values() if "ai_tool" in e.get("inputOverride", {})),
-                          key=lambda e: e["executionIndex"])
+    tool_entries = sorted(
+        (e for e in entries.values() if "ai_tool" in e.get("inputOverride", {})), key=lambda e: e["executionIndex"]
+    )
     assert [(s.t, s.duration) for s in traj.steps] == [
         (e["startTime"] / 1000, e["executionTime"] / 1000) for e in tool_entries
     ]
@@ -157,8 +158,12 @@ def _tool_entry(payload: dict, node: str, run: int = 0) -> dict:
 
 def _per_entry_order(payload: dict) -> list[str]:
     """The wrong way, for contrast: each entry's own key (executionIndex if it has one, else startTime)."""
-    tools = [(n, e) for n, runs in payload["data"]["resultData"]["runData"].items() for e in runs
-             if "ai_tool" in e.get("inputOverride", {})]
+    tools = [
+        (n, e)
+        for n, runs in payload["data"]["resultData"]["runData"].items()
+        for e in runs
+        if "ai_tool" in e.get("inputOverride", {})
+    ]
     return [n for n, e in sorted(tools, key=lambda t: t[1].get("executionIndex", t[1].get("startTime")))]
 
 
@@ -170,8 +175,9 @@ def _some_without_execution_index(payload):
 def _start_times_disagree(payload):
     """executionIndex is intact; the tool entries' startTimes run backwards (clock steps, or the
     millisecond ties of parallel calls) — executionIndex is the engine's own order and wins."""
-    tools = sorted((e for e in _entries(payload) if "ai_tool" in e.get("inputOverride", {})),
-                   key=lambda e: e["executionIndex"])
+    tools = sorted(
+        (e for e in _entries(payload) if "ai_tool" in e.get("inputOverride", {})), key=lambda e: e["executionIndex"]
+    )
     times = sorted(e["startTime"] for e in tools)
     for entry, t in zip(tools, reversed(times)):
         entry["startTime"] = t
@@ -197,8 +203,9 @@ ORDER_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "mutate", "per_entry_wrong"), ORDER_CASES,
-                         ids=[f"{n}-{m.__name__.strip('_')}" for n, m, _ in ORDER_CASES])
+@pytest.mark.parametrize(
+    ("name", "mutate", "per_entry_wrong"), ORDER_CASES, ids=[f"{n}-{m.__name__.strip('_')}" for n, m, _ in ORDER_CASES]
+)
 def test_one_ordering_key_per_execution(name, mutate, per_entry_wrong):
     payload = copy.deepcopy(_load(name))
     mutate(payload)
@@ -232,6 +239,7 @@ def _set(path, value):
         else:
             target[path[-1]] = value
         return p
+
     return mutate
 
 
@@ -242,30 +250,61 @@ BAD = [
     (lambda p: {"data": [p, "x"]}, "f.json: data[1]: expected an execution object, got str"),
     (_set(("id",), KeyError), "f.json: execution: missing 'id' (the execution id)"),
     (_set(("data",), KeyError), "f.json: execution '1': missing 'data' (fetch the execution with includeData=true)"),
-    (_set(("data", "resultData"), KeyError),
-     "f.json: execution '1': missing data.resultData.runData (an object of node name -> run entries)"),
+    (
+        _set(("data", "resultData"), KeyError),
+        "f.json: execution '1': missing data.resultData.runData (an object of node name -> run entries)",
+    ),
     (_set(RUN, {}), "f.json: execution '1': data.resultData.runData is empty (no node ran)"),
-    (_set(RUN + ("lookup_order",), {}), "f.json: execution '1': node 'lookup_order': run entries must be a list, got dict"),
-    (_set(RUN + ("issue_refund", 0), None), "f.json: execution '1': node 'issue_refund' run 0: expected an object, got NoneType"),
-    (lambda p: _set(RUN + ("send_email", 0, "startTime"), KeyError)(_set(RUN + ("lookup_order", 0, "executionIndex"), KeyError)(p)),
-     "f.json: execution '1': node 'send_email' run 0: missing 'startTime' (a number; not every run entry carries 'executionIndex')"),
-    (_set(RUN + ("lookup_order", 0, "inputOverride", "ai_tool"), [[]]),
-     "f.json: execution '1': node 'lookup_order' run 0: inputOverride.ai_tool holds no item (the tool's arguments)"),
-    (_set(RUN + ("lookup_order", 0, "inputOverride", "ai_tool"), [[{"text": "x"}]]),
-     "f.json: execution '1': node 'lookup_order' run 0: inputOverride.ai_tool[0][0] has no 'json' object"),
-    (_set(RUN + ("lookup_order", 0, "inputOverride", "ai_tool"), "x"),
-     "f.json: execution '1': node 'lookup_order' run 0: inputOverride.ai_tool must be a list of item lists"),
-    (_set(RUN + ("send_email", 0, "executionTime"), "12"),
-     "f.json: execution '1': node 'send_email' run 0: 'executionTime' must be a number of milliseconds"),
-    (_set(RUN + ("send_email", 0, "error"), 5),
-     "f.json: execution '1': node 'send_email' run 0: 'error' must be an object or a string, got int"),
+    (
+        _set(RUN + ("lookup_order",), {}),
+        "f.json: execution '1': node 'lookup_order': run entries must be a list, got dict",
+    ),
+    (
+        _set(RUN + ("issue_refund", 0), None),
+        "f.json: execution '1': node 'issue_refund' run 0: expected an object, got NoneType",
+    ),
+    (
+        lambda p: _set(RUN + ("send_email", 0, "startTime"), KeyError)(
+            _set(RUN + ("lookup_order", 0, "executionIndex"), KeyError)(p)
+        ),
+        "f.json: execution '1': node 'send_email' run 0: missing 'startTime' (a number; not every run entry carries 'executionIndex')",
+    ),
+    (
+        _set(RUN + ("lookup_order", 0, "inputOverride", "ai_tool"), [[]]),
+        "f.json: execution '1': node 'lookup_order' run 0: inputOverride.ai_tool holds no item (the tool's arguments)",
+    ),
+    (
+        _set(RUN + ("lookup_order", 0, "inputOverride", "ai_tool"), [[{"text": "x"}]]),
+        "f.json: execution '1': node 'lookup_order' run 0: inputOverride.ai_tool[0][0] has no 'json' object",
+    ),
+    (
+        _set(RUN + ("lookup_order", 0, "inputOverride", "ai_tool"), "x"),
+        "f.json: execution '1': node 'lookup_order' run 0: inputOverride.ai_tool must be a list of item lists",
+    ),
+    (
+        _set(RUN + ("send_email", 0, "executionTime"), "12"),
+        "f.json: execution '1': node 'send_email' run 0: 'executionTime' must be a number of milliseconds",
+    ),
+    (
+        _set(RUN + ("send_email", 0, "error"), 5),
+        "f.json: execution '1': node 'send_email' run 0: 'error' must be an object or a string, got int",
+    ),
     (_set(("data",), 5), "f.json: execution '1': 'data' must be an object or n8n's flatted text, got int"),
     # An execution (it has an id) whose data is a list is not mistaken for the API's listing.
     (_set(("data",), [{}]), "f.json: execution '1': 'data' must be an object or n8n's flatted text, got list"),
-    (_set(("data",), '[{"resultData": "9"}]'), "f.json: execution '1': data: flatted reference '9' is not an index into the table"),
+    (
+        _set(("data",), '[{"resultData": "9"}]'),
+        "f.json: execution '1': data: flatted reference '9' is not an index into the table",
+    ),
     (_set(("data",), "[]"), "f.json: execution '1': data: flatted text must be a non-empty JSON array"),
-    (_set(("data",), "[{"), "f.json: execution '1': data: flatted text is not valid JSON (Expecting property name enclosed in double quotes)"),
-    (_set(("workflowData",), "{"), "f.json: execution '1': workflowData is not valid JSON (Expecting property name enclosed in double quotes)"),
+    (
+        _set(("data",), "[{"),
+        "f.json: execution '1': data: flatted text is not valid JSON (Expecting property name enclosed in double quotes)",
+    ),
+    (
+        _set(("workflowData",), "{"),
+        "f.json: execution '1': workflowData is not valid JSON (Expecting property name enclosed in double quotes)",
+    ),
 ]
 
 
@@ -276,11 +315,14 @@ def test_malformed_payload_names_what_and_where(mutate, message):
     assert str(e.value) == message
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    (b"{", "f.json: invalid JSON (Expecting property name enclosed in double quotes at line 1 column 2)"),
-    (b"\xff", "f.json: not UTF-8 text (byte 0)"),
-    (b"[" * 100_000, "f.json: invalid JSON (nested too deeply at line 1 column 1)"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"{", "f.json: invalid JSON (Expecting property name enclosed in double quotes at line 1 column 2)"),
+        (b"\xff", "f.json: not UTF-8 text (byte 0)"),
+        (b"[" * 100_000, "f.json: invalid JSON (nested too deeply at line 1 column 1)"),
+    ],
+)
 def test_unreadable_file(data, message):
     with pytest.raises(InvalidInput) as e:
         read_file(data, "f.json")
@@ -294,7 +336,9 @@ def test_a_run_with_no_tool_call_is_an_empty_trajectory_not_an_error():
         del payload["data"]["resultData"]["runData"][node]
     traj = _one(payload)
     assert traj.steps == () and traj.input == BY_NAME["clean"].user
-    assert ("required", "lookup_order") in {(v.check, v.tool) for v in grade(traj, spec_for(SPECS, traj.agent)).violations}
+    assert ("required", "lookup_order") in {
+        (v.check, v.tool) for v in grade(traj, spec_for(SPECS, traj.agent)).violations
+    }
 
 
 def test_any_node_with_an_ai_tool_input_is_a_tool_no_allow_list():
@@ -366,4 +410,7 @@ def test_circular_arguments_in_the_stored_form_are_invalid_input():
     payload["data"] = json.dumps(table)
     with pytest.raises(InvalidInput) as e:
         trajectories_from_n8n(payload, "f.json")
-    assert str(e.value) == "f.json: execution '1': node 'lookup_order' run 0: arguments hold a circular or too deeply nested value"
+    assert (
+        str(e.value)
+        == "f.json: execution '1': node 'lookup_order' run 0: arguments hold a circular or too deeply nested value"
+    )

@@ -23,12 +23,29 @@ def sid(n: int) -> bytes:
     return n.to_bytes(8, "big")
 
 
-def span(n: int, parent: int | None, name: str, start: int, end: int | None = None, status: int = 0,
-         message: str = "", events: tuple = (), trace: bytes = TRACE, **attrs: Any) -> SpanRecord:
+def span(
+    n: int,
+    parent: int | None,
+    name: str,
+    start: int,
+    end: int | None = None,
+    status: int = 0,
+    message: str = "",
+    events: tuple = (),
+    trace: bytes = TRACE,
+    **attrs: Any,
+) -> SpanRecord:
     return SpanRecord.build(
-        trace_id=trace, span_id=sid(n), parent_id=sid(parent) if parent else b"", name=name, kind=1,
-        start_ns=S + start, end_ns=S + (end if end is not None else start + 10), status_code=status,
-        status_message=message, attributes=tuple((k.replace("__", "."), v) for k, v in attrs.items()),
+        trace_id=trace,
+        span_id=sid(n),
+        parent_id=sid(parent) if parent else b"",
+        name=name,
+        kind=1,
+        start_ns=S + start,
+        end_ns=S + (end if end is not None else start + 10),
+        status_code=status,
+        status_message=message,
+        attributes=tuple((k.replace("__", "."), v) for k, v in attrs.items()),
         events=events,
     )
 
@@ -39,8 +56,14 @@ def a(**kw: Any) -> dict[str, Any]:
 
 
 def agent(n: int, parent: int | None, name: str, start: int = 0, end: int = 10_000, **attrs) -> SpanRecord:
-    return span(n, parent, f"invoke_agent {name}", start, end, **{"gen_ai__operation__name": "invoke_agent",
-                                                                 "gen_ai__agent__name": name, **attrs})
+    return span(
+        n,
+        parent,
+        f"invoke_agent {name}",
+        start,
+        end,
+        **{"gen_ai__operation__name": "invoke_agent", "gen_ai__agent__name": name, **attrs},
+    )
 
 
 def tool(n: int, parent: int, name: str, start: int, args: Any = None, result: Any = None, **attrs) -> SpanRecord:
@@ -52,8 +75,9 @@ def tool(n: int, parent: int, name: str, start: int, args: Any = None, result: A
     return span(n, parent, f"execute_tool {name}", start, **extra)
 
 
-def chat(n: int, parent: int, start: int, end: int, *, inputs: list | None = None, outputs: list | None = None,
-         **attrs) -> SpanRecord:
+def chat(
+    n: int, parent: int, start: int, end: int, *, inputs: list | None = None, outputs: list | None = None, **attrs
+) -> SpanRecord:
     extra: dict[str, Any] = {"gen_ai__operation__name": "chat", **attrs}
     if inputs is not None:
         extra["gen_ai__input__messages"] = json.dumps(inputs)
@@ -79,11 +103,24 @@ ARGUMENT_SHAPES = [
     ("json string", '{"order_id": "ORD-1", "n": 2}', {"order_id": "ORD-1", "n": 2}),
     ("python repr", "{'order_id': 'ORD-1', 'ok': True, 'n': None}", {"order_id": "ORD-1", "ok": True, "n": None}),
     ("plain object", {"order_id": "ORD-1"}, {"order_id": "ORD-1"}),
-    ("traceloop envelope inputs",
-     json.dumps({"input_str": "{'order_id': 'ORD-1'}", "tags": [], "metadata": {}, "inputs": {"order_id": "ORD-1"},
-                 "kwargs": {}}), {"order_id": "ORD-1"}),
-    ("traceloop envelope input_str only", json.dumps({"input_str": "{'order_id': 'ORD-1'}", "tags": None}),
-     {"order_id": "ORD-1"}),
+    (
+        "traceloop envelope inputs",
+        json.dumps(
+            {
+                "input_str": "{'order_id': 'ORD-1'}",
+                "tags": [],
+                "metadata": {},
+                "inputs": {"order_id": "ORD-1"},
+                "kwargs": {},
+            }
+        ),
+        {"order_id": "ORD-1"},
+    ),
+    (
+        "traceloop envelope input_str only",
+        json.dumps({"input_str": "{'order_id': 'ORD-1'}", "tags": None}),
+        {"order_id": "ORD-1"},
+    ),
     ("traceloop decorator", json.dumps({"args": [], "kwargs": {"order_id": "ORD-1"}}), {"order_id": "ORD-1"}),
     ("unparseable stays a string", "order ORD-1, please", {"input": "order ORD-1, please"}),
     ("broken json stays a string", '{"order_id": "ORD-1"', {"input": '{"order_id": "ORD-1"'}),
@@ -101,14 +138,32 @@ def test_argument_shapes(label, raw, expected):
 def test_openinference_bare_value_takes_the_requested_argument_name():
     spans = [
         span(1, None, "graph", 0, 1000, openinference__span__kind="AGENT"),
-        span(2, 1, "ChatModel", 10, 20, openinference__span__kind="LLM",
-             **{"llm.output_messages.0.message.role": "assistant",
+        span(
+            2,
+            1,
+            "ChatModel",
+            10,
+            20,
+            openinference__span__kind="LLM",
+            **{
+                "llm.output_messages.0.message.role": "assistant",
                 "llm.output_messages.0.message.tool_calls.0.tool_call.id": "call_7",
                 "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "lookup_order",
-                "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"order_id": "ORD-1"}'}),
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"order_id": "ORD-1"}',
+            },
+        ),
         span(3, 1, "tools", 30, 60, openinference__span__kind="CHAIN"),
-        span(4, 3, "lookup_order", 40, 50, openinference__span__kind="TOOL", tool__name="lookup_order",
-             input__value="ORD-1", output__value="found"),
+        span(
+            4,
+            3,
+            "lookup_order",
+            40,
+            50,
+            openinference__span__kind="TOOL",
+            tool__name="lookup_order",
+            input__value="ORD-1",
+            output__value="found",
+        ),
     ]
     (step,) = trajectory_from_spans([_dots(s) for s in spans]).steps
     assert (step.args, step.call_id, step.result, step.agent) == ({"order_id": "ORD-1"}, "call_7", "found", "graph")
@@ -116,32 +171,61 @@ def test_openinference_bare_value_takes_the_requested_argument_name():
 
 def _dots(rec: SpanRecord) -> SpanRecord:
     from dataclasses import replace
+
     return replace(rec, layout={k.replace("__", "."): i for k, i in rec.layout.items()})
 
 
 # --- results ---------------------------------------------------------------------------------------
 
-OI_TOOL_MESSAGE = json.dumps({"type": "tool", "data": {"content": "shipped", "tool_call_id": "call_b2",
-                                                       "name": "lookup_order", "status": "success"}})
-TL_ENVELOPE = json.dumps({"output": {"lc": 1, "type": "constructor", "id": ["langchain", "ToolMessage"],
-                                     "kwargs": {"content": "shipped", "tool_call_id": "call_b2", "status": "success"}},
-                          "kwargs": {"name": "lookup_order"}})
+OI_TOOL_MESSAGE = json.dumps(
+    {
+        "type": "tool",
+        "data": {"content": "shipped", "tool_call_id": "call_b2", "name": "lookup_order", "status": "success"},
+    }
+)
+TL_ENVELOPE = json.dumps(
+    {
+        "output": {
+            "lc": 1,
+            "type": "constructor",
+            "id": ["langchain", "ToolMessage"],
+            "kwargs": {"content": "shipped", "tool_call_id": "call_b2", "status": "success"},
+        },
+        "kwargs": {"name": "lookup_order"},
+    }
+)
 
 RESULTS = [
     ("plain text", "shipped", "shipped", None, None),
     ("json text stays verbatim", '{"b": 1,  "a": 2}', '{"b": 1,  "a": 2}', None, None),
     ("openinference ToolMessage", OI_TOOL_MESSAGE, "shipped", "call_b2", None),
     ("traceloop lc envelope", TL_ENVELOPE, "shipped", "call_b2", None),
-    ("content blocks", json.dumps({"type": "tool", "data": {"content": [{"type": "text", "text": "a"},
-                                                                         {"type": "text", "text": "b"}]}}),
-     "ab", None, None),
-    ("handled error in the ToolMessage", json.dumps({"type": "tool", "data": {"content": "boom", "status": "error"}}),
-     "boom", None, "boom"),
+    (
+        "content blocks",
+        json.dumps(
+            {"type": "tool", "data": {"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}}
+        ),
+        "ab",
+        None,
+        None,
+    ),
+    (
+        "handled error in the ToolMessage",
+        json.dumps({"type": "tool", "data": {"content": "boom", "status": "error"}}),
+        "boom",
+        None,
+        "boom",
+    ),
     ("structured value", {"k": [1, 2]}, '{"k": [1, 2]}', None, None),
     # Results without the text "content" are not parsed (payloads.py): an escaped key must still unwrap.
     ("escaped content key", OI_TOOL_MESSAGE.replace('"content"', '"\\u0063ontent"'), "shipped", "call_b2", None),
-    ("python repr ToolMessage", repr({"type": "tool", "data": {"content": "shipped", "tool_call_id": "c9"}}),
-     "shipped", "c9", None),
+    (
+        "python repr ToolMessage",
+        repr({"type": "tool", "data": {"content": "shipped", "tool_call_id": "c9"}}),
+        "shipped",
+        "c9",
+        None,
+    ),
     ("json without the word", '{"contents": 1}', '{"contents": 1}', None, None),
 ]
 
@@ -154,23 +238,56 @@ def test_results_are_unwrapped(label, raw, text, call_id, error):
 
 # --- the three conventions -------------------------------------------------------------------------
 
+
 def test_genai_semconv_new_generation():
     spans = [
         agent(1, None, "Support", gen_ai__input__messages=json.dumps([USER])),
-        chat(2, 1, 10, 20, inputs=[USER], outputs=[assistant(call_part("web_fetch", {"url": "https://ex.test/x"},
-                                                                       " call_a1"))]),
-        tool(3, 1, "web_fetch", 30, args='{"url":"https://ex.test/x"}', result='{"body": "99817"}',
-             gen_ai__tool__call__id="call_a1"),
-        chat(4, 1, 50, 60, inputs=[USER, {"role": "tool", "parts": [
-            {"type": "tool_call_response", "id": "call_a1", "response": "{}"}]}],
-             outputs=[assistant(call_part("refund_order", {"order_id": "99817"}, "call_b2"))]),
-        tool(5, 1, "refund_order", 70, args='{"order_id":"99817"}', status=2, message="not allowed",
-             error__type="PermissionError", gen_ai__tool__call__id="call_b2"),
+        chat(
+            2,
+            1,
+            10,
+            20,
+            inputs=[USER],
+            outputs=[assistant(call_part("web_fetch", {"url": "https://ex.test/x"}, " call_a1"))],
+        ),
+        tool(
+            3,
+            1,
+            "web_fetch",
+            30,
+            args='{"url":"https://ex.test/x"}',
+            result='{"body": "99817"}',
+            gen_ai__tool__call__id="call_a1",
+        ),
+        chat(
+            4,
+            1,
+            50,
+            60,
+            inputs=[
+                USER,
+                {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_a1", "response": "{}"}]},
+            ],
+            outputs=[assistant(call_part("refund_order", {"order_id": "99817"}, "call_b2"))],
+        ),
+        tool(
+            5,
+            1,
+            "refund_order",
+            70,
+            args='{"order_id":"99817"}',
+            status=2,
+            message="not allowed",
+            error__type="PermissionError",
+            gen_ai__tool__call__id="call_b2",
+        ),
     ]
     traj = trajectory_from_spans(spans)
     assert traj.id == TRACE.hex() and traj.agent == "Support" and traj.input == "Refund ORD-1"
     assert [(s.tool, s.call_id, s.error) for s in traj.steps] == [
-        ("web_fetch", "call_a1", None), ("refund_order", "call_b2", "not allowed")]
+        ("web_fetch", "call_a1", None),
+        ("refund_order", "call_b2", "not allowed"),
+    ]
     assert traj.steps[0].t == pytest.approx((S + 30) / 1e9) and traj.steps[0].duration == pytest.approx(1e-8)
 
 
@@ -179,13 +296,41 @@ def test_genai_semconv_old_generation_events():
         SpanEvent("gen_ai.system.message", S, (("content", "be nice"),)),
         SpanEvent("gen_ai.user.message", S, (("content", "Refund ORD-1"),)),
     )
-    choice = SpanEvent("gen_ai.choice", S, (("gen_ai.event.content", json.dumps({"index": 0, "message": {
-        "tool_calls": [{"id": "call_1", "type": "function",
-                        "function": {"name": "lookup_order", "arguments": '{"order_id": "ORD-1"}'}}]}})),))
+    choice = SpanEvent(
+        "gen_ai.choice",
+        S,
+        (
+            (
+                "gen_ai.event.content",
+                json.dumps(
+                    {
+                        "index": 0,
+                        "message": {
+                            "tool_calls": [
+                                {
+                                    "id": "call_1",
+                                    "type": "function",
+                                    "function": {"name": "lookup_order", "arguments": '{"order_id": "ORD-1"}'},
+                                }
+                            ]
+                        },
+                    }
+                ),
+            ),
+        ),
+    )
     spans = [
         agent(1, None, "a"),
-        span(2, 1, "chat m", 10, 20, events=events_in + (choice,), gen_ai__operation__name="chat",
-             gen_ai__system="openai"),
+        span(
+            2,
+            1,
+            "chat m",
+            10,
+            20,
+            events=events_in + (choice,),
+            gen_ai__operation__name="chat",
+            gen_ai__system="openai",
+        ),
         tool(3, 1, "lookup_order", 30),  # content capture off on the tool span: the model's request fills in
     ]
     traj = trajectory_from_spans(spans)
@@ -194,57 +339,139 @@ def test_genai_semconv_old_generation_events():
 
 
 def test_openinference_kinds_and_agent_quirk():
-    spans = [_dots(s) for s in [
-        span(1, None, "supervisor", 0, 1000, openinference__span__kind="AGENT", agent__name="supervisor"),
-        span(2, 1, "LLM", 5, 8, openinference__span__kind="LLM",
-             **{"llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "hi there"}),
-        span(3, 1, "tools", 10, 100, openinference__span__kind="CHAIN"),
-        # The LangChain instrumentation marks any run named "...agent..." as AGENT, tools included.
-        span(4, 3, "transfer_to_refund_agent", 20, 30, openinference__span__kind="AGENT",
-             tool__name="transfer_to_refund_agent", input__value="{}", output__value="ok"),
-        span(5, 1, "refund_agent", 40, 90, openinference__span__kind="AGENT"),
-        span(6, 5, "issue_refund", 50, 60, openinference__span__kind="TOOL", tool__name="issue_refund",
-             input__value="{'order_id': 'ORD-1'}", output__value="done", status=2, message="Traceback..."),
-    ]]
+    spans = [
+        _dots(s)
+        for s in [
+            span(1, None, "supervisor", 0, 1000, openinference__span__kind="AGENT", agent__name="supervisor"),
+            span(
+                2,
+                1,
+                "LLM",
+                5,
+                8,
+                openinference__span__kind="LLM",
+                **{"llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "hi there"},
+            ),
+            span(3, 1, "tools", 10, 100, openinference__span__kind="CHAIN"),
+            # The LangChain instrumentation marks any run named "...agent..." as AGENT, tools included.
+            span(
+                4,
+                3,
+                "transfer_to_refund_agent",
+                20,
+                30,
+                openinference__span__kind="AGENT",
+                tool__name="transfer_to_refund_agent",
+                input__value="{}",
+                output__value="ok",
+            ),
+            span(5, 1, "refund_agent", 40, 90, openinference__span__kind="AGENT"),
+            span(
+                6,
+                5,
+                "issue_refund",
+                50,
+                60,
+                openinference__span__kind="TOOL",
+                tool__name="issue_refund",
+                input__value="{'order_id': 'ORD-1'}",
+                output__value="done",
+                status=2,
+                message="Traceback...",
+            ),
+        ]
+    ]
     traj = trajectory_from_spans(spans)
     assert traj.agent == "supervisor" and traj.input == "hi there"
     assert [(s.tool, s.agent, s.error) for s in traj.steps] == [
-        ("transfer_to_refund_agent", "supervisor", None), ("issue_refund", "refund_agent", "Traceback...")]
+        ("transfer_to_refund_agent", "supervisor", None),
+        ("issue_refund", "refund_agent", "Traceback..."),
+    ]
 
 
 def test_traceloop_kinds_and_legacy_messages():
-    spans = [_dots(s) for s in [
-        span(1, None, "support.workflow", 0, 1000, traceloop__span__kind="workflow",
-             traceloop__workflow__name="support"),
-        span(2, 1, "support.agent", 1, 999, traceloop__span__kind="agent", traceloop__entity__name="support"),
-        span(3, 2, "ChatOpenAI.chat", 10, 20, **{
-            "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "Refund ORD-1",
-            "gen_ai.completion.0.role": "assistant",
-            "gen_ai.completion.0.tool_calls.0.id": "call_9",
-            "gen_ai.completion.0.tool_calls.0.name": "issue_refund",
-            "gen_ai.completion.0.tool_calls.0.arguments": '{"order_id": "ORD-1"}'}),
-        span(4, 2, "execute_task tools", 30, 80, traceloop__span__kind="task"),
-        span(5, 4, "issue_refund.tool", 40, 50, traceloop__span__kind="tool", traceloop__entity__name="issue_refund",
-             traceloop__entity__input=json.dumps({"input_str": "{'order_id': 'ORD-1'}", "inputs": {"order_id": "ORD-1"},
-                                                   "tags": [], "metadata": {}, "kwargs": {}}),
-             traceloop__entity__output=TL_ENVELOPE),
-    ]]
+    spans = [
+        _dots(s)
+        for s in [
+            span(
+                1,
+                None,
+                "support.workflow",
+                0,
+                1000,
+                traceloop__span__kind="workflow",
+                traceloop__workflow__name="support",
+            ),
+            span(2, 1, "support.agent", 1, 999, traceloop__span__kind="agent", traceloop__entity__name="support"),
+            span(
+                3,
+                2,
+                "ChatOpenAI.chat",
+                10,
+                20,
+                **{
+                    "gen_ai.prompt.0.role": "user",
+                    "gen_ai.prompt.0.content": "Refund ORD-1",
+                    "gen_ai.completion.0.role": "assistant",
+                    "gen_ai.completion.0.tool_calls.0.id": "call_9",
+                    "gen_ai.completion.0.tool_calls.0.name": "issue_refund",
+                    "gen_ai.completion.0.tool_calls.0.arguments": '{"order_id": "ORD-1"}',
+                },
+            ),
+            span(4, 2, "execute_task tools", 30, 80, traceloop__span__kind="task"),
+            span(
+                5,
+                4,
+                "issue_refund.tool",
+                40,
+                50,
+                traceloop__span__kind="tool",
+                traceloop__entity__name="issue_refund",
+                traceloop__entity__input=json.dumps(
+                    {
+                        "input_str": "{'order_id': 'ORD-1'}",
+                        "inputs": {"order_id": "ORD-1"},
+                        "tags": [],
+                        "metadata": {},
+                        "kwargs": {},
+                    }
+                ),
+                traceloop__entity__output=TL_ENVELOPE,
+            ),
+        ]
+    ]
     traj = trajectory_from_spans(spans)
     assert (traj.agent, traj.input) == ("support", "Refund ORD-1")
     assert [(s.tool, s.args, s.result, s.call_id, s.agent) for s in traj.steps] == [
-        ("issue_refund", {"order_id": "ORD-1"}, "shipped", "call_b2", "support")]
+        ("issue_refund", {"order_id": "ORD-1"}, "shipped", "call_b2", "support")
+    ]
 
 
 # --- joins, MCP, ordering ----------------------------------------------------------------------------
 
+
 def test_tool_calls_only_in_model_output_still_become_steps():
     spans = [
         agent(1, None, "a"),
-        chat(2, 1, 10, 20, outputs=[assistant(call_part("lookup_order", {"order_id": "1"}, "c1"),
-                                              call_part("send_email", '{"to": "x@y"}', "c2"))]),
+        chat(
+            2,
+            1,
+            10,
+            20,
+            outputs=[
+                assistant(
+                    call_part("lookup_order", {"order_id": "1"}, "c1"), call_part("send_email", '{"to": "x@y"}', "c2")
+                )
+            ],
+        ),
         tool(3, 1, "lookup_order", 30, args='{"order_id": "1"}', result="r"),
-        chat(4, 1, 40, 50, inputs=[{"role": "tool", "parts": [{"type": "tool_call_response", "id": "c2",
-                                                                  "result": "sent"}]}]),
+        chat(
+            4,
+            1,
+            40,
+            50,
+            inputs=[{"role": "tool", "parts": [{"type": "tool_call_response", "id": "c2", "result": "sent"}]}],
+        ),
     ]
     traj = trajectory_from_spans(spans)
     assert [(s.tool, s.call_id, s.args, s.result, s.t) for s in traj.steps] == [
@@ -261,21 +488,37 @@ TOOL_MESSAGES = [
     # A tool call the model asked for (c1), run by the caller with no tool span; the next model call is sent
     # this message. Only a field a convention defines marks the result failed, never its words.
     ("plain text", _response({"response": "found"}), "found", None),
-    ("an error in words is what the tool said", _response({"response": "Error: service down"}),
-     "Error: service down", None),
+    (
+        "an error in words is what the tool said",
+        _response({"response": "Error: service down"}),
+        "Error: service down",
+        None,
+    ),
     ("is_error on the part", _response({"response": "service down", "is_error": True}), "service down", "service down"),
-    ("an MCP CallToolResult as the response",
-     _response({"response": {"content": [{"type": "text", "text": "down"}], "isError": True}}),
-     '{"content": [{"text": "down", "type": "text"}], "isError": true}',
-     '{"content": [{"text": "down", "type": "text"}], "isError": true}'),
-    ("a status key in the tool's own output is its output",
-     _response({"response": '{"status": "error", "detail": "x"}'}), '{"status": "error", "detail": "x"}', None),
-    ("a chat-completions tool message with status error",
-     {"role": "tool", "tool_call_id": "c1", "content": "service down", "status": "error"}, "service down",
-     "service down"),
-    ("a LangChain ToolMessage with status error",
-     _response({"response": json.dumps({"type": "tool", "data": {"content": "down", "status": "error"}})}),
-     "down", "down"),
+    (
+        "an MCP CallToolResult as the response",
+        _response({"response": {"content": [{"type": "text", "text": "down"}], "isError": True}}),
+        '{"content": [{"text": "down", "type": "text"}], "isError": true}',
+        '{"content": [{"text": "down", "type": "text"}], "isError": true}',
+    ),
+    (
+        "a status key in the tool's own output is its output",
+        _response({"response": '{"status": "error", "detail": "x"}'}),
+        '{"status": "error", "detail": "x"}',
+        None,
+    ),
+    (
+        "a chat-completions tool message with status error",
+        {"role": "tool", "tool_call_id": "c1", "content": "service down", "status": "error"},
+        "service down",
+        "service down",
+    ),
+    (
+        "a LangChain ToolMessage with status error",
+        _response({"response": json.dumps({"type": "tool", "data": {"content": "down", "status": "error"}})}),
+        "down",
+        "down",
+    ),
 ]
 
 
@@ -291,21 +534,48 @@ def test_steps_from_messages_fail_by_the_conventions_marker(label, message, resu
 
 
 def test_anthropic_tool_results_in_traceloop_legacy_prompts():
-    blocks = [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "down", "is_error": True},
-              {"type": "tool_result", "tool_use_id": "toolu_2", "content": "sent"}]
+    blocks = [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "down", "is_error": True},
+        {"type": "tool_result", "tool_use_id": "toolu_2", "content": "sent"},
+    ]
     asked = {"gen_ai__completion__0__role": "assistant"}
-    for n, (call_id, name, args) in enumerate([("toolu_1", "lookup_order", '{"order_id": "1"}'),
-                                               ("toolu_2", "send_email", '{"to": "x@y"}')]):
+    for n, (call_id, name, args) in enumerate(
+        [("toolu_1", "lookup_order", '{"order_id": "1"}'), ("toolu_2", "send_email", '{"to": "x@y"}')]
+    ):
         key = f"gen_ai__completion__0__tool_calls__{n}__"
         asked.update({key + "id": call_id, key + "name": name, key + "arguments": args})
-    spans = [_dots(span(1, None, "anthropic.chat", 0, 10, **{
-        "gen_ai__prompt__0__role": "user", "gen_ai__prompt__0__content": "Refund ORD-1", **asked})),
-        _dots(span(2, None, "anthropic.chat", 20, 30, **{
-            "gen_ai__prompt__0__role": "user", "gen_ai__prompt__0__content": "Refund ORD-1",
-            "gen_ai__prompt__1__role": "user", "gen_ai__prompt__1__content": json.dumps(blocks)}))]
+    spans = [
+        _dots(
+            span(
+                1,
+                None,
+                "anthropic.chat",
+                0,
+                10,
+                **{"gen_ai__prompt__0__role": "user", "gen_ai__prompt__0__content": "Refund ORD-1", **asked},
+            )
+        ),
+        _dots(
+            span(
+                2,
+                None,
+                "anthropic.chat",
+                20,
+                30,
+                **{
+                    "gen_ai__prompt__0__role": "user",
+                    "gen_ai__prompt__0__content": "Refund ORD-1",
+                    "gen_ai__prompt__1__role": "user",
+                    "gen_ai__prompt__1__content": json.dumps(blocks),
+                },
+            )
+        ),
+    ]
     traj = trajectory_from_spans(spans)
-    assert [(s.tool, s.result, s.error) for s in traj.steps] == [("lookup_order", "down", "down"),
-                                                                 ("send_email", "sent", None)]
+    assert [(s.tool, s.result, s.error) for s in traj.steps] == [
+        ("lookup_order", "down", "down"),
+        ("send_email", "sent", None),
+    ]
     assert traj.input == "Refund ORD-1"  # the tool results are not something the user said
 
 
@@ -313,8 +583,19 @@ def test_a_call_whose_result_never_came_back_is_not_a_step():
     # The model asked for two calls; the next model call was sent the result of one. The other may never
     # have run (the loop stopped, or skipped it): nothing in the trace says it happened.
     spans = [
-        chat(1, None, 10, 20, inputs=[USER], outputs=[assistant(call_part("lookup_order", {"order_id": "1"}, "c1"),
-                                                                call_part("delete_account", {"user_id": "u"}, "c2"))]),
+        chat(
+            1,
+            None,
+            10,
+            20,
+            inputs=[USER],
+            outputs=[
+                assistant(
+                    call_part("lookup_order", {"order_id": "1"}, "c1"),
+                    call_part("delete_account", {"user_id": "u"}, "c2"),
+                )
+            ],
+        ),
         chat(2, None, 50, 60, inputs=[USER, _response({"response": "found"})]),
     ]
     assert [s.call_id for s in trajectory_from_spans(spans).steps] == ["c1"]
@@ -324,21 +605,45 @@ def test_mcp_sdk_client_span_names_its_tool_in_its_span_name_and_its_server_span
     # The MCP Python SDK's client span names no tool in an attribute; its server span (a child, through the
     # request's _meta) does, and carries the failure. Read as one step, not refused as a nameless tool span.
     spans = [
-        chat(1, None, 0, 10, inputs=[USER], outputs=[assistant(call_part("search", {"q": "x"}, "c1"),
-                                                              call_part("fetch", {"url": "u"}, "c2"))]),
-        span(2, None, "MCP send tools/call search", 20, 60, mcp__method__name="tools/call",
-             jsonrpc__request__id="2"),
-        span(3, 2, "tools/call search", 30, 50, status=2, mcp__method__name="tools/call",
-             gen_ai__operation__name="execute_tool", gen_ai__tool__name="search", error__type="tool_error"),
+        chat(
+            1,
+            None,
+            0,
+            10,
+            inputs=[USER],
+            outputs=[assistant(call_part("search", {"q": "x"}, "c1"), call_part("fetch", {"url": "u"}, "c2"))],
+        ),
+        span(2, None, "MCP send tools/call search", 20, 60, mcp__method__name="tools/call", jsonrpc__request__id="2"),
+        span(
+            3,
+            2,
+            "tools/call search",
+            30,
+            50,
+            status=2,
+            mcp__method__name="tools/call",
+            gen_ai__operation__name="execute_tool",
+            gen_ai__tool__name="search",
+            error__type="tool_error",
+        ),
         span(4, None, "MCP send tools/call fetch", 70, 80, mcp__method__name="tools/call", jsonrpc__request__id="3"),
-        chat(5, None, 90, 100, inputs=[USER, _response({"response": "no results"}),
-                                       {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c2",
-                                                                   "response": "page"}]}]),
+        chat(
+            5,
+            None,
+            90,
+            100,
+            inputs=[
+                USER,
+                _response({"response": "no results"}),
+                {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c2", "response": "page"}]},
+            ],
+        ),
     ]
     traj = trajectory_from_spans([_dots(s) for s in spans])
     assert [(s.tool, s.call_id, s.args, s.result, s.error, s.t) for s in traj.steps] == [
         ("search", "c1", {"q": "x"}, "no results", "tool_error", (S + 20) / 1e9),
-        ("fetch", "c2", {"url": "u"}, "page", None, (S + 70) / 1e9)]
+        ("fetch", "c2", {"url": "u"}, "page", None, (S + 70) / 1e9),
+    ]
 
 
 def test_an_mcp_call_of_an_agent_run_inside_a_tool_is_its_own_step():
@@ -348,18 +653,38 @@ def test_an_mcp_call_of_an_agent_run_inside_a_tool_is_its_own_step():
         agent(1, None, "triage"),
         tool(2, 1, "transfer_to_support", 10, end=100, args="{}", result="done"),
         agent(3, 2, "support", 20, 90),
-        span(4, 3, "tools/call lookup_order", 30, 40, mcp__method__name="tools/call",
-             gen_ai__tool__name="lookup_order", gen_ai__tool__call__arguments='{"order_id": "1"}'),
+        span(
+            4,
+            3,
+            "tools/call lookup_order",
+            30,
+            40,
+            mcp__method__name="tools/call",
+            gen_ai__tool__name="lookup_order",
+            gen_ai__tool__call__arguments='{"order_id": "1"}',
+        ),
     ]
     traj = trajectory_from_spans([_dots(s) for s in spans])
     assert [(s.tool, s.agent) for s in traj.steps] == [("transfer_to_support", "triage"), ("lookup_order", "support")]
 
 
 def test_traceloop_mcp_envelopes():
-    spans = [span(1, None, "search.tool", 0, 10, status=2, message="boom", traceloop__span__kind="tool",
-                  traceloop__entity__name="search",
-                  traceloop__entity__input=json.dumps({"tool_name": "search", "arguments": {"q": "x"}}),
-                  traceloop__entity__output=json.dumps({"result": "boom", "is_error": True}), error__type="tool_error")]
+    spans = [
+        span(
+            1,
+            None,
+            "search.tool",
+            0,
+            10,
+            status=2,
+            message="boom",
+            traceloop__span__kind="tool",
+            traceloop__entity__name="search",
+            traceloop__entity__input=json.dumps({"tool_name": "search", "arguments": {"q": "x"}}),
+            traceloop__entity__output=json.dumps({"result": "boom", "is_error": True}),
+            error__type="tool_error",
+        )
+    ]
     (step,) = trajectory_from_spans([_dots(s) for s in spans]).steps
     assert (step.tool, step.args, step.result, step.error) == ("search", {"q": "x"}, "boom", "boom")
 
@@ -367,9 +692,19 @@ def test_traceloop_mcp_envelopes():
 def test_join_without_call_id_uses_name_arguments_and_order():
     spans = [
         agent(1, None, "a"),
-        chat(2, 1, 10, 20, outputs=[assistant(call_part("lookup_order", {"order_id": "1"}, "c1"),
-                                              call_part("lookup_order", {"order_id": "2"}, "c2"),
-                                              call_part("lookup_order", {"order_id": "2"}, "c3"))]),
+        chat(
+            2,
+            1,
+            10,
+            20,
+            outputs=[
+                assistant(
+                    call_part("lookup_order", {"order_id": "1"}, "c1"),
+                    call_part("lookup_order", {"order_id": "2"}, "c2"),
+                    call_part("lookup_order", {"order_id": "2"}, "c3"),
+                )
+            ],
+        ),
         tool(3, 1, "lookup_order", 30, args='{"order_id": "2"}'),
         tool(4, 1, "lookup_order", 31, args='{"order_id": "1"}'),
         tool(5, 1, "lookup_order", 32, args='{"order_id": "2"}'),
@@ -381,19 +716,45 @@ def test_mcp_child_of_a_tool_span_is_the_same_call():
     spans = [
         agent(1, None, "a"),
         tool(2, 1, "search", 10, end=100),
-        span(3, 2, "tools/call search", 20, 90, status=2, message="mcp failed", mcp__method__name="tools/call",
-             gen_ai__tool__name="search", gen_ai__tool__call__arguments='{"q": "x"}'),
-        span(4, 1, "tools/call fetch", 200, 210, mcp__method__name="tools/call", gen_ai__operation__name="execute_tool",
-             gen_ai__tool__call__arguments='{"url": "u"}', gen_ai__tool__call__result="page"),
+        span(
+            3,
+            2,
+            "tools/call search",
+            20,
+            90,
+            status=2,
+            message="mcp failed",
+            mcp__method__name="tools/call",
+            gen_ai__tool__name="search",
+            gen_ai__tool__call__arguments='{"q": "x"}',
+        ),
+        span(
+            4,
+            1,
+            "tools/call fetch",
+            200,
+            210,
+            mcp__method__name="tools/call",
+            gen_ai__operation__name="execute_tool",
+            gen_ai__tool__call__arguments='{"url": "u"}',
+            gen_ai__tool__call__result="page",
+        ),
     ]
     traj = trajectory_from_spans(spans)
     assert [(s.tool, s.args, s.result, s.error) for s in traj.steps] == [
-        ("search", {"q": "x"}, None, "mcp failed"), ("fetch", {"url": "u"}, "page", None)]
+        ("search", {"q": "x"}, None, "mcp failed"),
+        ("fetch", {"url": "u"}, "page", None),
+    ]
 
 
 def test_ordering_ties_break_on_end_then_span_id():
-    spans = [agent(1, None, "a"), tool(9, 1, "c", 50, end=70), tool(8, 1, "b", 50, end=70),
-             tool(7, 1, "a", 50, end=90), tool(6, 1, "z", 40, end=95)]
+    spans = [
+        agent(1, None, "a"),
+        tool(9, 1, "c", 50, end=70),
+        tool(8, 1, "b", 50, end=70),
+        tool(7, 1, "a", 50, end=90),
+        tool(6, 1, "z", 40, end=95),
+    ]
     assert [s.tool for s in trajectory_from_spans(spans).steps] == ["z", "b", "c", "a"]
     assert [s.tool for s in trajectory_from_spans(list(reversed(spans))).steps] == ["z", "b", "c", "a"]
 
@@ -415,24 +776,43 @@ def test_nearest_agent_walks_up_through_chains_and_root_agent_names_the_run():
 
 # --- content capture ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args, result, content", [
-    (None, None, False),
-    ("__REDACTED__", "__REDACTED__", False),
-    ('{"a": 1}', None, True),
-    (None, "r", True),
-])
+
+@pytest.mark.parametrize(
+    "args, result, content",
+    [
+        (None, None, False),
+        ("__REDACTED__", "__REDACTED__", False),
+        ('{"a": 1}', None, True),
+        (None, "r", True),
+    ],
+)
 def test_content_capture(args, result, content):
-    traj = trajectory_from_spans([_dots(s) for s in [
-        span(1, None, "g", 0, 100, openinference__span__kind="AGENT", input__value="__REDACTED__"),
-        span(2, 1, "t", 10, 20, openinference__span__kind="TOOL", tool__name="t",
-             **({"input__value": args} if args else {}), **({"output__value": result} if result else {})),
-    ]])
+    traj = trajectory_from_spans(
+        [
+            _dots(s)
+            for s in [
+                span(1, None, "g", 0, 100, openinference__span__kind="AGENT", input__value="__REDACTED__"),
+                span(
+                    2,
+                    1,
+                    "t",
+                    10,
+                    20,
+                    openinference__span__kind="TOOL",
+                    tool__name="t",
+                    **({"input__value": args} if args else {}),
+                    **({"output__value": result} if result else {}),
+                ),
+            ]
+        ]
+    )
     assert traj.content is content
     if not content:
         assert (traj.steps[0].args, traj.steps[0].result) == ({}, None)
 
 
 # --- output_ok ---------------------------------------------------------------------------------------
+
 
 def evaluation(name: str = "quality", label: str | None = None, score: float | None = None, **extra) -> SpanEvent:
     attrs = [("gen_ai.evaluation.name", name)]
@@ -456,16 +836,23 @@ OUTPUT_CASES = [
     ("unknown label, no threshold", {}, {}, (evaluation(label="meh", score=0.9),), OutputRule(), None),
     ("threshold pass", {}, {}, (evaluation(score=0.8),), OutputRule(threshold=0.7), True),
     ("threshold fail", {}, {}, (evaluation(score=0.6),), OutputRule(threshold=0.7), False),
-    ("named evaluation only", {}, {}, (evaluation("tox", label="fail"), evaluation("quality", label="pass")),
-     OutputRule(evaluation="quality"), True),
+    (
+        "named evaluation only",
+        {},
+        {},
+        (evaluation("tox", label="fail"), evaluation("quality", label="pass")),
+        OutputRule(evaluation="quality"),
+        True,
+    ),
     ("named evaluation absent", {}, {}, (evaluation("tox", label="pass"),), OutputRule(evaluation="quality"), None),
     ("custom labels", {}, {}, (evaluation(label="good"),), OutputRule(pass_labels=("good",)), True),
     ("evaluator error", {}, {}, (evaluation(label="pass", **{"error.type": "timeout"}),), OutputRule(), None),
 ]
 
 
-@pytest.mark.parametrize("label, root_attrs, child_attrs, events, rule, expected", OUTPUT_CASES,
-                         ids=[c[0] for c in OUTPUT_CASES])
+@pytest.mark.parametrize(
+    "label, root_attrs, child_attrs, events, rule, expected", OUTPUT_CASES, ids=[c[0] for c in OUTPUT_CASES]
+)
 def test_output_ok(label, root_attrs, child_attrs, events, rule, expected):
     root = span(1, None, "eval", 0, 100, **{k.replace(".", "__"): v for k, v in root_attrs.items()})
     child = agent(2, 1, "a", 1, 99, **{k.replace(".", "__"): v for k, v in child_attrs.items()})
@@ -478,18 +865,36 @@ def test_output_ok(label, root_attrs, child_attrs, events, rule, expected):
 OTHER = bytes.fromhex("11" * 16)
 BAD = [
     ("no spans", [], "no spans"),
-    ("mixed traces", [agent(1, None, "a"), agent(2, None, "b", trace=OTHER)],
-     f"trace {TRACE.hex()}: span 0000000000000002 belongs to another trace ({OTHER.hex()})"),
-    ("tool without a name", [agent(1, None, "a"), span(2, 1, "execute_tool", 5, gen_ai__operation__name="execute_tool")],
-     f"trace {TRACE.hex()}: span 0000000000000002: tool span names no tool"),
-    ("Vercel AI SDK tool call without a name", [agent(1, None, "a"), span(2, 1, "ai.toolCall", 5, ai__operationId="ai.toolCall")],
-     f"trace {TRACE.hex()}: span 0000000000000002: tool span names no tool"),
-    ("unmarked tool-named span without a tool", [agent(1, None, "a"), span(2, 1, "ai.toolCall", 5)],
-     f"trace {TRACE.hex()}: span 0000000000000002: tool span names no tool"),
-    ("parent cycle", [span(1, 2, "x", 0, gen_ai__operation__name="invoke_agent"), span(2, 1, "y", 1)],
-     f"trace {TRACE.hex()}: span 0000000000000001: parent links form a cycle"),
-    ("no known convention", [span(1, None, "GET /", 0), span(2, 1, "SELECT", 1)],
-     f"trace {TRACE.hex()}: no CrewAI, GenAI, Google ADK, Haystack, LlamaIndex, Mastra, OpenInference, pydantic-ai, smolagents, Strands Agents, Traceloop or Vercel AI SDK agent, model or tool span among 2 spans"),
+    (
+        "mixed traces",
+        [agent(1, None, "a"), agent(2, None, "b", trace=OTHER)],
+        f"trace {TRACE.hex()}: span 0000000000000002 belongs to another trace ({OTHER.hex()})",
+    ),
+    (
+        "tool without a name",
+        [agent(1, None, "a"), span(2, 1, "execute_tool", 5, gen_ai__operation__name="execute_tool")],
+        f"trace {TRACE.hex()}: span 0000000000000002: tool span names no tool",
+    ),
+    (
+        "Vercel AI SDK tool call without a name",
+        [agent(1, None, "a"), span(2, 1, "ai.toolCall", 5, ai__operationId="ai.toolCall")],
+        f"trace {TRACE.hex()}: span 0000000000000002: tool span names no tool",
+    ),
+    (
+        "unmarked tool-named span without a tool",
+        [agent(1, None, "a"), span(2, 1, "ai.toolCall", 5)],
+        f"trace {TRACE.hex()}: span 0000000000000002: tool span names no tool",
+    ),
+    (
+        "parent cycle",
+        [span(1, 2, "x", 0, gen_ai__operation__name="invoke_agent"), span(2, 1, "y", 1)],
+        f"trace {TRACE.hex()}: span 0000000000000001: parent links form a cycle",
+    ),
+    (
+        "no known convention",
+        [span(1, None, "GET /", 0), span(2, 1, "SELECT", 1)],
+        f"trace {TRACE.hex()}: no CrewAI, GenAI, Google ADK, Haystack, LlamaIndex, Mastra, OpenInference, pydantic-ai, smolagents, Strands Agents, Traceloop or Vercel AI SDK agent, model or tool span among 2 spans",
+    ),
 ]
 
 
@@ -502,10 +907,18 @@ def test_spans_that_make_no_trajectory(label, spans, message):
 
 UNMARKED = [
     # No convention's marker, but a tool key or a tool-call span name: a step with what could be read.
-    ("gen_ai.tool.name only", {"gen_ai__tool__name": "send_email", "gen_ai__tool__call__arguments": '{"to": "x"}'},
-     "tool", ("send_email", {"to": "x"}, None)),
-    ("OpenInference keys, kind dropped", {"tool__name": "lookup_order", "input__value": '{"order_id": "A"}',
-                                          "output__value": "found"}, "lookup_order", ("lookup_order", {"order_id": "A"}, "found")),
+    (
+        "gen_ai.tool.name only",
+        {"gen_ai__tool__name": "send_email", "gen_ai__tool__call__arguments": '{"to": "x"}'},
+        "tool",
+        ("send_email", {"to": "x"}, None),
+    ),
+    (
+        "OpenInference keys, kind dropped",
+        {"tool__name": "lookup_order", "input__value": '{"order_id": "A"}', "output__value": "found"},
+        "lookup_order",
+        ("lookup_order", {"order_id": "A"}, "found"),
+    ),
     ("span name only", {}, "execute_tool delete_account", ("delete_account", {}, None)),
 ]
 

@@ -105,9 +105,11 @@ def test_python_genai_bridge_gives_the_same_steps(scenario):
     traj = one(openai_agents.spans_for(BY_NAME[scenario], instrumentation="genai"), "genai")
     script = [c for turn in BY_NAME[scenario].turns for c in turn]
     assert [(s.tool, s.args, s.result, s.agent) for s in traj.steps] == [
-        (c.tool, c.args, c.result, "support_agent") for c in script]
+        (c.tool, c.args, c.result, "support_agent") for c in script
+    ]
     assert (traj.agent, traj.input, traj.output_ok, traj.content) == ("support_agent", "", True, True)
     off = one(openai_agents.spans_for(BY_NAME[scenario], instrumentation="genai", capture=False), "genai-off")
     assert off.content is False and [s.tool for s in off.steps] == [c.tool for c in script]
     assert {(v.check, v.tool) for v in grade(off, spec()).violations} == {
-        p for p in BY_NAME[scenario].expected if p[0] != "taint"}
+        p for p in BY_NAME[scenario].expected if p[0] != "taint"
+    }

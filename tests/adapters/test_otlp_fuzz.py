@@ -20,23 +20,58 @@ from luckrate.adapters.otlp import (
 from luckrate.adapters.trajectory import trajectory_to_dict
 
 KEYS = [
-    "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.tool.call.arguments",
-    "gen_ai.tool.call.result", "gen_ai.agent.name", "gen_ai.input.messages", "gen_ai.output.messages",
-    "openinference.span.kind", "tool.name", "input.value", "output.value", "agent.name",
+    "gen_ai.operation.name",
+    "gen_ai.tool.name",
+    "gen_ai.tool.call.id",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+    "gen_ai.agent.name",
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "openinference.span.kind",
+    "tool.name",
+    "input.value",
+    "output.value",
+    "agent.name",
     "llm.output_messages.0.message.tool_calls.0.tool_call.function.name",
     "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments",
-    "llm.input_messages.0.message.content", "llm.input_messages.0.message.role",
-    "traceloop.span.kind", "traceloop.entity.name", "traceloop.entity.input", "traceloop.entity.output",
-    "mcp.method.name", "error.type", "luckrate.output_ok", "gen_ai.completion.0.tool_calls.0.name",
+    "llm.input_messages.0.message.content",
+    "llm.input_messages.0.message.role",
+    "traceloop.span.kind",
+    "traceloop.entity.name",
+    "traceloop.entity.input",
+    "traceloop.entity.output",
+    "mcp.method.name",
+    "error.type",
+    "luckrate.output_ok",
+    "gen_ai.completion.0.tool_calls.0.name",
 ]
-TEXTS = st.sampled_from([
-    "execute_tool", "invoke_agent", "chat", "TOOL", "AGENT", "LLM", "CHAIN", "tool", "agent", "workflow",
-    "tools/call", "user", "assistant", "__REDACTED__", "", "{'a': (1, {2, 3}), 1: b'x'}", '{"input_str": "{}"}',
-    '[{"role": "assistant", "parts": [{"type": "tool_call", "name": "t", "arguments": {"a": 1}}]}]',
-    '[{"role": "assistant", "parts": [{"type": "text", "content": "{\'tool_calls\': 5}"}]}]',
-    '{"type": "tool", "data": {"content": [1, {"text": 2}]}}', '{"output": {"lc": 1, "kwargs": {"content": null}}}',
-    "{'role': 'assistant', 'tool_calls': [{'function': {'name': 't', 'arguments': \"{'a': 1j}\"}}]}",
-]) | st.text(max_size=20)
+TEXTS = st.sampled_from(
+    [
+        "execute_tool",
+        "invoke_agent",
+        "chat",
+        "TOOL",
+        "AGENT",
+        "LLM",
+        "CHAIN",
+        "tool",
+        "agent",
+        "workflow",
+        "tools/call",
+        "user",
+        "assistant",
+        "__REDACTED__",
+        "",
+        "{'a': (1, {2, 3}), 1: b'x'}",
+        '{"input_str": "{}"}',
+        '[{"role": "assistant", "parts": [{"type": "tool_call", "name": "t", "arguments": {"a": 1}}]}]',
+        '[{"role": "assistant", "parts": [{"type": "text", "content": "{\'tool_calls\': 5}"}]}]',
+        '{"type": "tool", "data": {"content": [1, {"text": 2}]}}',
+        '{"output": {"lc": 1, "kwargs": {"content": null}}}',
+        "{'role': 'assistant', 'tool_calls': [{'function': {'name': 't', 'arguments': \"{'a': 1j}\"}}]}",
+    ]
+) | st.text(max_size=20)
 VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | TEXTS,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXTS, inner, max_size=3),
@@ -53,15 +88,28 @@ def spans(draw):
         attrs = tuple(draw(st.lists(st.tuples(st.sampled_from(KEYS), VALUES), max_size=6)))
         events = tuple(
             SpanEvent(name, 0, tuple(draw(st.lists(st.tuples(TEXTS, VALUES), max_size=3))))
-            for name in draw(st.lists(st.sampled_from(
-                ["gen_ai.choice", "gen_ai.user.message", "gen_ai.evaluation.result", "exception"]), max_size=2))
+            for name in draw(
+                st.lists(
+                    st.sampled_from(["gen_ai.choice", "gen_ai.user.message", "gen_ai.evaluation.result", "exception"]),
+                    max_size=2,
+                )
+            )
         )
-        out.append(SpanRecord.build(
-            trace_id=b"\x01" * 16, span_id=i.to_bytes(8, "big"),
-            parent_id=parent.to_bytes(8, "big") if parent else b"", name=draw(TEXTS), kind=1,
-            start_ns=draw(st.integers(0, 100)), end_ns=draw(st.integers(0, 100)),
-            status_code=draw(st.integers(0, 2)), status_message="", attributes=attrs, events=events,
-        ))
+        out.append(
+            SpanRecord.build(
+                trace_id=b"\x01" * 16,
+                span_id=i.to_bytes(8, "big"),
+                parent_id=parent.to_bytes(8, "big") if parent else b"",
+                name=draw(TEXTS),
+                kind=1,
+                start_ns=draw(st.integers(0, 100)),
+                end_ns=draw(st.integers(0, 100)),
+                status_code=draw(st.integers(0, 2)),
+                status_message="",
+                attributes=attrs,
+                events=events,
+            )
+        )
     return out
 
 

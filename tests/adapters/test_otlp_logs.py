@@ -70,8 +70,9 @@ def test_a_joined_record_equals_the_same_event_on_a_span(name, mode):
     records = [r for rl in request.resource_logs for sl in rl.scope_logs for r in sl.log_records]
     for record, log in zip(records, events):
         span = Span(trace_id=record.trace_id, span_id=record.span_id, name="chat")
-        ev = span.events.add(name=record.event_name,
-                             time_unix_nano=record.time_unix_nano or record.observed_time_unix_nano)
+        ev = span.events.add(
+            name=record.event_name, time_unix_nano=record.time_unix_nano or record.observed_time_unix_nano
+        )
         ev.attributes.extend(record.attributes)
         if record.body.HasField("kvlist_value"):
             ev.attributes.extend(record.body.kvlist_value.values)
@@ -183,21 +184,30 @@ def test_records_not_kept_are_counted_by_reason(what, record, reason):
 
 
 def test_the_event_name_attribute_names_an_event_of_older_sdks_and_a_string_body_is_its_content():
-    record = _record(trace_id=TRACE, span_id=SPAN, time_unix_nano=5,
-                     attributes=[KeyValue(key="event.name", value=AnyValue(string_value="gen_ai.user.message"))],
-                     body=AnyValue(string_value='{"content": "hi"}'))
+    record = _record(
+        trace_id=TRACE,
+        span_id=SPAN,
+        time_unix_nano=5,
+        attributes=[KeyValue(key="event.name", value=AnyValue(string_value="gen_ai.user.message"))],
+        body=AnyValue(string_value='{"content": "hi"}'),
+    )
     req = ExportLogsServiceRequest()
     req.resource_logs.add().scope_logs.add().log_records.append(record)
     (event,), _ = events_from_request(req)
     assert (event.event.name, event.event.time_ns, event.event.attributes) == (
-        "gen_ai.user.message", 5, (("gen_ai.event.content", '{"content": "hi"}'),))
+        "gen_ai.user.message",
+        5,
+        (("gen_ai.event.content", '{"content": "hi"}'),),
+    )
 
 
 def test_a_record_naming_no_span_of_its_trace_goes_to_the_innermost_span_open_at_its_time():
     spans, events = spans_and_logs("forbidden", "legacy")
     model = sorted((s for s in spans if s.name.startswith("chat ")), key=lambda s: s.start_ns)[1]
-    unnamed = [type(e)(e.trace_id, b"", type(e.event)(e.event.name, (model.start_ns + model.end_ns) // 2,
-                                                      e.event.attributes)) for e in events[:1]]
+    unnamed = [
+        type(e)(e.trace_id, b"", type(e.event)(e.event.name, (model.start_ns + model.end_ns) // 2, e.event.attributes))
+        for e in events[:1]
+    ]
     out = {s.span_id: s for s in joined(spans, unnamed)}
     assert out[model.span_id].events == (unnamed[0].event,)
     root = next(s for s in spans if not s.parent_id)
@@ -207,8 +217,11 @@ def test_a_record_naming_no_span_of_its_trace_goes_to_the_innermost_span_open_at
 
 LOG_FILE_ERRORS = [
     ("records of a trace no trace file holds", "other", "1 log record(s) of 1 trace(s) no trace file holds"),
-    ("a GenAI record without a trace id", "no_trace",
-     "logs: log records that cannot be joined to a trace: 1 no_trace_id"),
+    (
+        "a GenAI record without a trace id",
+        "no_trace",
+        "logs: log records that cannot be joined to a trace: 1 no_trace_id",
+    ),
 ]
 
 
@@ -286,11 +299,18 @@ def test_an_evaluation_result_sent_as_a_log_record_decides_the_output(label, exp
     root = next(s for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans if not s.parent_span_id)
     del root.attributes[:]  # no luckrate.output_ok: the evaluation decides
     logs_req = logs_request_from_protobuf(logs)
-    logs_req.resource_logs.add().scope_logs.add().log_records.append(_record(
-        trace_id=root.trace_id, span_id=root.span_id, event_name="gen_ai.evaluation.result",
-        time_unix_nano=root.end_time_unix_nano,
-        attributes=[KeyValue(key="gen_ai.evaluation.name", value=AnyValue(string_value="answer-check")),
-                    KeyValue(key="gen_ai.evaluation.score.label", value=AnyValue(string_value=label))]))
+    logs_req.resource_logs.add().scope_logs.add().log_records.append(
+        _record(
+            trace_id=root.trace_id,
+            span_id=root.span_id,
+            event_name="gen_ai.evaluation.result",
+            time_unix_nano=root.end_time_unix_nano,
+            attributes=[
+                KeyValue(key="gen_ai.evaluation.name", value=AnyValue(string_value="answer-check")),
+                KeyValue(key="gen_ai.evaluation.score.label", value=AnyValue(string_value=label)),
+            ],
+        )
+    )
     (run,) = read_otlp_files([(req.SerializeToString(), "traces")], [(logs_req.SerializeToString(), "logs")])
     assert run.output_ok is expected
     (without,) = read_otlp_files([(req.SerializeToString(), "traces")], [(logs, "logs")])

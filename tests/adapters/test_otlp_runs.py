@@ -38,18 +38,28 @@ class Recorder:
 
     def root(self, name: str, links=(), **attributes):
         """A span starting a trace of its own."""
-        return self.tracer.start_span(name, context=Context(), links=list(links), attributes=attributes,
-                                      start_time=self.tick())
+        return self.tracer.start_span(
+            name, context=Context(), links=list(links), attributes=attributes, start_time=self.tick()
+        )
 
     def agent(self, name: str, links=(), **attributes):
-        return self.root(f"invoke_agent {name}", links, **{"gen_ai.operation.name": "invoke_agent",
-                                                           "gen_ai.agent.name": name, **attributes})
+        return self.root(
+            f"invoke_agent {name}",
+            links,
+            **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name, **attributes},
+        )
 
     def tool(self, parent, name: str, args: dict | None = None):
-        span = self.tracer.start_span(f"execute_tool {name}", context=set_span_in_context(parent),
-                                      start_time=self.tick(), attributes={
-                                          "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-                                          "gen_ai.tool.call.arguments": json.dumps(args or {"order_id": "ORD-1"})})
+        span = self.tracer.start_span(
+            f"execute_tool {name}",
+            context=set_span_in_context(parent),
+            start_time=self.tick(),
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": name,
+                "gen_ai.tool.call.arguments": json.dumps(args or {"order_id": "ORD-1"}),
+            },
+        )
         span.end(end_time=self.tick())
 
     def end(self, *spans) -> None:
@@ -75,8 +85,12 @@ def linked_run(rec: Recorder, cycle: bool = False, missing: bool = False) -> Non
     delivery = rec.root("autogen process support_agent", links=extra)
     rec.tool(delivery, "delete_account", {"user_id": "u1"})
     if cycle:  # the agent's trace links back to the delivery: a cycle of links
-        back = rec.tracer.start_span("autogen ack", context=set_span_in_context(agent),
-                                     links=[Link(delivery.get_span_context())], start_time=rec.tick())
+        back = rec.tracer.start_span(
+            "autogen ack",
+            context=set_span_in_context(agent),
+            links=[Link(delivery.get_span_context())],
+            start_time=rec.tick(),
+        )
         rec.end(back)
     rec.end(delivery)
     http = rec.root("GET /health", **{"http.request.method": "GET"})
@@ -88,8 +102,10 @@ def test_traces_tied_by_links_are_one_run():
     linked_run(rec)
     runs = read_otlp(rec.file(), "f")
     [traj] = runs
-    assert [(s.tool, s.agent) for s in traj.steps] == [("lookup_order", "support_agent"),
-                                                      ("delete_account", "support_agent")]
+    assert [(s.tool, s.agent) for s in traj.steps] == [
+        ("lookup_order", "support_agent"),
+        ("delete_account", "support_agent"),
+    ]
     assert runs.assembly == {"traces_joined": 2}
     assert len(runs.skipped) == 1  # the HTTP trace
 
@@ -103,11 +119,15 @@ def test_each_trace_alone_when_asked():
     assert len(runs.skipped) == 2 and runs.assembly == {}
 
 
-@pytest.mark.parametrize("cycle, missing, counts", [
-    (True, False, {"traces_joined": 2}),
-    (False, True, {"traces_joined": 2, "links_missing": 1}),
-    (True, True, {"traces_joined": 2, "links_missing": 1}),
-], ids=["a cycle of links", "a link to a trace that never arrives", "both"])
+@pytest.mark.parametrize(
+    "cycle, missing, counts",
+    [
+        (True, False, {"traces_joined": 2}),
+        (False, True, {"traces_joined": 2, "links_missing": 1}),
+        (True, True, {"traces_joined": 2, "links_missing": 1}),
+    ],
+    ids=["a cycle of links", "a link to a trace that never arrives", "both"],
+)
 def test_bad_links_are_counted_never_a_crash(cycle, missing, counts):
     rec = Recorder()
     linked_run(rec, cycle=cycle, missing=missing)
@@ -147,7 +167,11 @@ def test_a_conversation_over_traces_is_one_run_when_asked():
     runs = read_otlp(rec.file(), "f", runs_by="conversation")
     assert [[s.tool for s in t.steps] for t in runs] == [["get", "cancel"], []]
     assert [(m.role, m.text) for m in runs[0].messages] == [
-        ("user", "cancel R-1"), ("agent", "R-1 is refundable. Cancel it?"), ("user", "yes"), ("agent", "Done.")]
+        ("user", "cancel R-1"),
+        ("agent", "R-1 is refundable. Cancel it?"),
+        ("user", "yes"),
+        ("agent", "Done."),
+    ]
     assert grade(runs[0], CONFIRM).violations == ()
     assert runs.assembly == {"traces_joined": 1}
 

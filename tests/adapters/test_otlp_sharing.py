@@ -17,8 +17,9 @@ def _request(n_spans: int, attrs_of) -> ExportTraceServiceRequest:
     req = ExportTraceServiceRequest()
     ss = req.resource_spans.add().scope_spans.add()
     for i in range(n_spans):
-        span = ss.spans.add(trace_id=(i + 1).to_bytes(16, "big"), span_id=(i + 1).to_bytes(8, "big"),
-                            name=f"execute_tool t{i % 3}")
+        span = ss.spans.add(
+            trace_id=(i + 1).to_bytes(16, "big"), span_id=(i + 1).to_bytes(8, "big"), name=f"execute_tool t{i % 3}"
+        )
         span.attributes.extend(KeyValue(key=k, value=AnyValue(string_value=v)) for k, v in attrs_of(i))
     return req
 
@@ -66,15 +67,22 @@ def test_layout_table_stays_bounded_and_shares_again_after_a_flood(monkeypatch):
     # is over the common layout is shared again (the table starts afresh rather than stay full).
     tables = interning()
     monkeypatch.setattr(spans_module, "LAYOUTS_MAX", 50)
-    records, _ = records_from_request(_request(120, lambda i: [(f"gen_ai.prompt.{i}.content", "v"), ("gen_ai.tool.call.id", "w")]), tables=tables)
+    records, _ = records_from_request(
+        _request(120, lambda i: [(f"gen_ai.prompt.{i}.content", "v"), ("gen_ai.tool.call.id", "w")]), tables=tables
+    )
     assert len(tables.layouts) <= 50
-    assert [r.attributes for r in records[48:52]] == [((f"gen_ai.prompt.{i}.content", "v"), ("gen_ai.tool.call.id", "w")) for i in range(48, 52)]
-    common, _ = records_from_request(_request(3, lambda i: [("gen_ai.tool.name", "t"), ("gen_ai.tool.call.id", str(i))]), tables=tables)
+    assert [r.attributes for r in records[48:52]] == [
+        ((f"gen_ai.prompt.{i}.content", "v"), ("gen_ai.tool.call.id", "w")) for i in range(48, 52)
+    ]
+    common, _ = records_from_request(
+        _request(3, lambda i: [("gen_ai.tool.name", "t"), ("gen_ai.tool.call.id", str(i))]), tables=tables
+    )
     assert common[0].layout is common[1].layout is common[2].layout
 
 
 def test_a_repeated_key_keeps_its_first_value():
-    (rec,), _ = records_from_request(_request(1, lambda i: [("gen_ai.tool.name", "a"), ("gen_ai.tool.call.id", "1"),
-                                                            ("gen_ai.tool.name", "b")]))
+    (rec,), _ = records_from_request(
+        _request(1, lambda i: [("gen_ai.tool.name", "a"), ("gen_ai.tool.call.id", "1"), ("gen_ai.tool.name", "b")])
+    )
     assert rec.get("gen_ai.tool.name") == "a"
     assert rec.attributes == (("gen_ai.tool.name", "a"), ("gen_ai.tool.call.id", "1"))

@@ -34,15 +34,25 @@ def span(**over) -> dict:
             {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
             {"key": "http.url", "value": {"stringValue": "dropped: not read by the adapter"}},
             {"key": "luckrate.output_ok", "value": {"boolValue": True}},
-            {"key": "gen_ai.tool.call.arguments", "value": {"kvlistValue": {"values": [
-                {"key": "order_id", "value": {"stringValue": "99817"}},
-                {"key": "n", "value": {"intValue": "5"}},
-                {"key": "xs", "value": {"arrayValue": {"values": [{"doubleValue": 1.5}]}}},
-            ]}}},
+            {
+                "key": "gen_ai.tool.call.arguments",
+                "value": {
+                    "kvlistValue": {
+                        "values": [
+                            {"key": "order_id", "value": {"stringValue": "99817"}},
+                            {"key": "n", "value": {"intValue": "5"}},
+                            {"key": "xs", "value": {"arrayValue": {"values": [{"doubleValue": 1.5}]}}},
+                        ]
+                    }
+                },
+            },
         ],
         "events": [
-            {"name": "gen_ai.evaluation.result", "timeUnixNano": "5",
-             "attributes": [{"key": "gen_ai.evaluation.score.label", "value": {"stringValue": "pass"}}]},
+            {
+                "name": "gen_ai.evaluation.result",
+                "timeUnixNano": "5",
+                "attributes": [{"key": "gen_ai.evaluation.score.label", "value": {"stringValue": "pass"}}],
+            },
             {"name": "some.other.event"},
         ],
         "status": {"code": 2, "message": "not allowed"},
@@ -58,7 +68,12 @@ def test_json_decodes_hex_ids_camel_case_and_int_forms():
     (r,) = records
     assert (r.trace_hex, r.span_hex, r.parent_id.hex()) == (TRACE, SPAN, PARENT)
     assert (r.start_ns, r.end_ns, r.kind, r.status_code, r.status_message) == (
-        1767225600123000000, 1767225600456000000, 1, 2, "not allowed")
+        1767225600123000000,
+        1767225600456000000,
+        1,
+        2,
+        "not allowed",
+    )
     assert r.get("gen_ai.tool.call.arguments") == {"order_id": "99817", "n": 5, "xs": [1.5]}
     assert r.get("luckrate.output_ok") is True
     assert r.get("http.url") is None  # not a key the adapter reads: not buffered
@@ -111,8 +126,11 @@ def test_unusable_spans_are_counted_not_raised(over, reason):
         (b"", "undecodable OTLP/JSON (Expecting value: line 1 column 1 (char 0))"),
         (b"[]", "OTLP/JSON must be an object, got list"),
         (b"\xff{", "undecodable OTLP/JSON ('utf-8' codec can't decode byte 0xff in position 0: invalid start byte)"),
-        (b'{"resourceSpans": 3}', "invalid OTLP/JSON (Failed to parse resourceSpans field: repeated field "
-         "resourceSpans must be in [] which is 3 at ExportTraceServiceRequest.)"),
+        (
+            b'{"resourceSpans": 3}',
+            "invalid OTLP/JSON (Failed to parse resourceSpans field: repeated field "
+            "resourceSpans must be in [] which is 3 at ExportTraceServiceRequest.)",
+        ),
     ],
 )
 def test_undecodable_json_raises_invalid_input(body, message):
@@ -129,7 +147,9 @@ def test_undecodable_protobuf_raises_invalid_input():
 def test_strings_lists_and_counts_are_bounded():
     huge = "x" * (compaction.MAX_STRING * 3)
     attrs = [{"key": f"gen_ai.prompt.{i}.content", "value": {"stringValue": huge}} for i in range(12)]
-    attrs += [{"key": f"gen_ai.completion.{i}.index", "value": {"intValue": i}} for i in range(compaction.MAX_ATTRIBUTES + 50)]
+    attrs += [
+        {"key": f"gen_ai.completion.{i}.index", "value": {"intValue": i}} for i in range(compaction.MAX_ATTRIBUTES + 50)
+    ]
     attrs.append({"key": "gen_ai.prompt.list", "value": {"arrayValue": {"values": [{"intValue": 1}] * 1000}}})
     attrs.append({"key": "luckrate.output_ok", "value": {"boolValue": True}})
     events = [{"name": "exception", "attributes": [{"key": f"k{i}", "value": {"intValue": i}} for i in range(100)]}]
@@ -162,9 +182,17 @@ def test_empty_request_is_fine():
 
 
 def test_only_attributes_the_adapter_reads_are_kept():
-    attrs = [{"key": k, "value": {"stringValue": "v"}} for k in (
-        "gen_ai.tool.name", "gen_ai.usage.input_tokens", "gen_ai.request.model", "server.address",
-        "llm.input_messages.0.message.role", "session.id")]
+    attrs = [
+        {"key": k, "value": {"stringValue": "v"}}
+        for k in (
+            "gen_ai.tool.name",
+            "gen_ai.usage.input_tokens",
+            "gen_ai.request.model",
+            "server.address",
+            "llm.input_messages.0.message.role",
+            "session.id",
+        )
+    ]
     (r,), _ = records_from_request(request_from_json(otlp_json(span(attributes=attrs))))
     assert [k for k, _ in r.attributes] == ["gen_ai.tool.name", "llm.input_messages.0.message.role"]
 
@@ -191,9 +219,20 @@ def test_the_hot_path_constructor_builds_the_same_frozen_record():
 
     from luckrate.adapters.otlp.spans import SpanRecord, new_record
 
-    values = dict(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, parent_id=b"\x03" * 8, name="execute_tool t", kind=1,
-                  start_ns=5, end_ns=9, status_code=2, status_message="boom", layout={"k": 0}, values=("v",),
-                  events=())
+    values = dict(
+        trace_id=b"\x01" * 16,
+        span_id=b"\x02" * 8,
+        parent_id=b"\x03" * 8,
+        name="execute_tool t",
+        kind=1,
+        start_ns=5,
+        end_ns=9,
+        status_code=2,
+        status_message="boom",
+        layout={"k": 0},
+        values=("v",),
+        events=(),
+    )
     fast = new_record(*values.values())
     assert fast == SpanRecord(**values)
     assert {f.name: getattr(fast, f.name) for f in dataclasses.fields(SpanRecord)} == values
@@ -204,15 +243,28 @@ def test_the_hot_path_constructor_builds_the_same_frozen_record():
 def _packed_request() -> ExportTraceServiceRequest:
     """Spans whose kind and status take either packed form, with times at both ends of their range."""
     big = 2**64 - 1
-    return request_from_json(otlp_json(
-        span(),  # status message and events: the tuple form
-        span(spanId="00f067aa0ba902b8", status={"code": 1}, events=[], startTimeUnixNano="0",
-             endTimeUnixNano=str(big)),  # the small-int form
-        span(spanId="00f067aa0ba902b9", kind=64, status={}, events=[]),  # a kind past the small int
-        span(spanId="00f067aa0ba902ba", kind=-3, status={"code": 7}, events=[], startTimeUnixNano=str(big),
-             endTimeUnixNano="1"),
-        span(spanId="00f067aa0ba902bb", parentSpanId="", attributes=[], events=[]),
-    ))
+    return request_from_json(
+        otlp_json(
+            span(),  # status message and events: the tuple form
+            span(
+                spanId="00f067aa0ba902b8",
+                status={"code": 1},
+                events=[],
+                startTimeUnixNano="0",
+                endTimeUnixNano=str(big),
+            ),  # the small-int form
+            span(spanId="00f067aa0ba902b9", kind=64, status={}, events=[]),  # a kind past the small int
+            span(
+                spanId="00f067aa0ba902ba",
+                kind=-3,
+                status={"code": 7},
+                events=[],
+                startTimeUnixNano=str(big),
+                endTimeUnixNano="1",
+            ),
+            span(spanId="00f067aa0ba902bb", parentSpanId="", attributes=[], events=[]),
+        )
+    )
 
 
 def test_packed_spans_unpack_to_the_records_compaction_builds():
@@ -227,11 +279,13 @@ def test_packed_spans_unpack_to_the_records_compaction_builds():
     assert rejected == [] and len(packed) == len(records) == 5
     assert all(type(p) is PackedSpan for p in packed)
     assert [(p.trace_id, p.span_id, p.parent_id) for p in packed] == [
-        (r.trace_id, r.span_id, r.parent_id) for r in records]
+        (r.trace_id, r.span_id, r.parent_id) for r in records
+    ]
     back = unpacked(packed)
     assert all(type(r) is SpanRecord for r in back)
     assert [{f: getattr(r, f) for f in FIELDS_OF_RECORD} for r in back] == [
-        {f: getattr(r, f) for f in FIELDS_OF_RECORD} for r in records]
+        {f: getattr(r, f) for f in FIELDS_OF_RECORD} for r in records
+    ]
     assert back == tuple(records)
     assert (back[1].start_ns, back[1].end_ns, back[3].kind, back[3].status_code) == (0, 2**64 - 1, -3, 7)
     assert unpacked(packed[1:2]) == (records[1],)

@@ -62,7 +62,10 @@ def test_json_lines_one_request_per_line():
 def test_failing_and_parallel_capture():
     (traj,) = read(DATA / "otlp" / "failing.openai-agents.otlp")
     assert [(s.tool, s.failed) for s in traj.steps] == [
-        ("lookup_order", True), ("lookup_order", False), ("escalate_to_human", False)]
+        ("lookup_order", True),
+        ("lookup_order", False),
+        ("escalate_to_human", False),
+    ]
     (traj,) = read(DATA / "langgraph" / "parallel_failing.traceloop.otlp")
     assert [s.failed for s in traj.steps].count(True) == 1
 
@@ -80,8 +83,12 @@ def _bad_id_request() -> bytes:
 
 
 READER_ERRORS = [
-    (read_otlp, b"\xff\xff\xff", "f: undecodable OTLP protobuf (Error parsing message with type "
-     "'opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest': Wire format was corrupt)"),
+    (
+        read_otlp,
+        b"\xff\xff\xff",
+        "f: undecodable OTLP protobuf (Error parsing message with type "
+        "'opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest': Wire format was corrupt)",
+    ),
     (read_otlp, b"", "f: no spans"),
     (read_otlp, _bad_id_request(), "f: spans that cannot be read: 1 bad_trace_id"),
     (read_otlp_json, "  \n", "f: empty file"),

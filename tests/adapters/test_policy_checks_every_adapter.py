@@ -31,15 +31,27 @@ NO_MESSAGES = {"openai-agents-nocontent", "crewai"}
 
 # name, spec keys, violations as (check, step), the check (part) skipped where the source lacks its data
 CHECKS = [
-    ("before, same order", {"before": [{"first": "lookup_order", "then": "issue_refund", "same": "order_id"}]},
-     [], "before:same"),
-    ("before, dict form without same", {"before": [{"first": "send_email", "then": "issue_refund"}]},
-     [("before", 1)], None),
+    (
+        "before, same order",
+        {"before": [{"first": "lookup_order", "then": "issue_refund", "same": "order_id"}]},
+        [],
+        "before:same",
+    ),
+    (
+        "before, dict form without same",
+        {"before": [{"first": "send_email", "then": "issue_refund"}]},
+        [("before", 1)],
+        None,
+    ),
     ("terminal", {"terminal": ["lookup_order"]}, [("terminal", 1), ("terminal", 2)], None),
     ("once_per", {"once_per": {"lookup_order": "order_id", "issue_refund": "order_id"}}, [], "once_per"),
     ("arg max", {"args": {"issue_refund": {"amount": {"max": 100}}}}, [("arg", 1)], "arg"),
-    ("arg in + match", {"args": {"issue_refund": {"order_id": {"in": ["ord-12345"], "match": r"ORD-\d{5}"}}}},
-     [], "arg"),
+    (
+        "arg in + match",
+        {"args": {"issue_refund": {"order_id": {"in": ["ord-12345"], "match": r"ORD-\d{5}"}}}},
+        [],
+        "arg",
+    ),
     ("arg from user", {"args": {"send_email": {"to": {"from": ["user"]}}}}, [], "arg:from"),
     ("arg from a tool", {"args": {"send_email": {"to": {"from": ["tool:lookup_order"]}}}}, [("arg", 2)], "arg:from"),
     ("confirm", {"confirm": ["issue_refund"]}, [("confirm", 1)], "confirm"),

@@ -59,7 +59,9 @@ def test_same_verdict_with_plugin_qualified_names(scenario):
     assert (traj.agent, traj.input, traj.content) == ("support_agent", scenario.user, True)
     assert [(s.tool, s.args, s.result, s.call_id) for s in traj.steps] == [
         (PLUGIN + c.tool, c.args, c.result, f"call_{i}_{n}")
-        for i, turn in enumerate(scenario.turns) for n, c in enumerate(turn)]
+        for i, turn in enumerate(scenario.turns)
+        for n, c in enumerate(turn)
+    ]
     found = {(v.check, v.tool.removeprefix(PLUGIN)) for v in grade(traj, SPEC).violations}
     assert found == scenario.expected
 
@@ -84,5 +86,7 @@ def test_the_agent_span_holds_the_conversation():
     # way a model call's are, so confirm can run.
     traj = _read("injected")
     assert [(m.role, m.text, m.before_step) for m in traj.messages] == [
-        ("user", SCENARIOS[2].user, 0), ("agent", SCENARIOS[2].answer, 3)]
+        ("user", SCENARIOS[2].user, 0),
+        ("agent", SCENARIOS[2].answer, 3),
+    ]
     assert not any(s.startswith("confirm") for s in grade(traj, SPEC).skipped)

@@ -40,8 +40,11 @@ once, so a trace's root can arrive a moment before some of its children; 2 s kee
 def binary() -> Path:
     """The collector binary, or a failure that says how to build it (CI builds it before pytest)."""
     if not BINARY.is_file():
-        pytest.fail(f"no collector binary at {BINARY}: build it with {BUILD / 'build.sh'} "
-                    "(needs Go and the Go module proxy; .ci/run does this before the tests)", pytrace=False)
+        pytest.fail(
+            f"no collector binary at {BINARY}: build it with {BUILD / 'build.sh'} "
+            "(needs Go and the Go module proxy; .ci/run does this before the tests)",
+            pytrace=False,
+        )
     return BINARY
 
 
@@ -57,8 +60,13 @@ def validate(*configs: Path, env: dict | None = None) -> subprocess.CompletedPro
     args = [str(binary()), "validate"]
     for c in configs:
         args += ["--config", str(c)]
-    return subprocess.run(args, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "TRACING_BACKEND_ENDPOINT": "127.0.0.1:4317", **(env or {})})
+    return subprocess.run(
+        args,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TRACING_BACKEND_ENDPOINT": "127.0.0.1:4317", **(env or {})},
+    )
 
 
 class Collector:
@@ -69,11 +77,29 @@ class Collector:
         self.ports = {k: free_port() for k in ("grpc", "http", "health", "telemetry", "prometheus")}
         ports = {
             "extensions": {"health_check": {"endpoint": f"127.0.0.1:{self.ports['health']}"}},
-            "receivers": {"otlp": {"protocols": {"grpc": {"endpoint": f"127.0.0.1:{self.ports['grpc']}"},
-                                                 "http": {"endpoint": f"127.0.0.1:{self.ports['http']}"}}}},
+            "receivers": {
+                "otlp": {
+                    "protocols": {
+                        "grpc": {"endpoint": f"127.0.0.1:{self.ports['grpc']}"},
+                        "http": {"endpoint": f"127.0.0.1:{self.ports['http']}"},
+                    }
+                }
+            },
             "exporters": {"prometheus": {"endpoint": f"127.0.0.1:{self.ports['prometheus']}"}},
-            "service": {"telemetry": {"metrics": {"level": "detailed", "readers": [
-                {"pull": {"exporter": {"prometheus": {"host": "127.0.0.1", "port": self.ports["telemetry"]}}}}]}}},
+            "service": {
+                "telemetry": {
+                    "metrics": {
+                        "level": "detailed",
+                        "readers": [
+                            {
+                                "pull": {
+                                    "exporter": {"prometheus": {"host": "127.0.0.1", "port": self.ports["telemetry"]}}
+                                }
+                            }
+                        ],
+                    }
+                }
+            },
         }
         files = [*configs, _write(tmp / "ports.yaml", ports)]
         if override:
@@ -83,8 +109,13 @@ class Collector:
             args += ["--config", str(f)]
         self.log = tmp / "collector.log"
         self._log = self.log.open("w")
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT,
-                                     env={**os.environ, "TRACING_BACKEND_ENDPOINT": "127.0.0.1:1", **(env or {})})
+        self.proc = subprocess.Popen(
+            args,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env={**os.environ, "TRACING_BACKEND_ENDPOINT": "127.0.0.1:1", **(env or {})},
+        )
         try:
             wait_until(self._healthy, "the collector's health_check to answer 200")
         except BaseException:
@@ -140,17 +171,24 @@ def _write(path: Path, doc: dict) -> Path:
 def exporter_spans(telemetry: dict, kind: str, exporter: str | None = None) -> float:
     """``otelcol_exporter_<kind>_spans`` summed (all exporters, or one), whatever suffix this release adds."""
     labels = {"exporter": exporter} if exporter else {}
-    return sum(total(telemetry, name, **labels) for name in (f"otelcol_exporter_{kind}_spans",
-                                                             f"otelcol_exporter_{kind}_spans_total"))
+    return sum(
+        total(telemetry, name, **labels)
+        for name in (f"otelcol_exporter_{kind}_spans", f"otelcol_exporter_{kind}_spans_total")
+    )
 
 
 def offline_verdicts(spans: Sequence[ReadableSpan], tmp: Path, spec: Path = SPEC) -> dict[str, dict]:
     """``luckrate grade --format otlp --json`` on the same spans written to an OTLP file: trace id → run."""
     path = tmp / "traces.otlp"
     path.write_bytes(request_of(spans).SerializeToString())
-    proc = subprocess.run([sys.executable, "-m", "luckrate.cli", "grade", "--spec", str(spec), "--json",
-                           "--format", "otlp", str(path)], capture_output=True, text=True, timeout=120, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    proc = subprocess.run(
+        [sys.executable, "-m", "luckrate.cli", "grade", "--spec", str(spec), "--json", "--format", "otlp", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
     assert proc.returncode in (0, 1), proc.stderr
     return {run["id"]: run for run in json.loads(proc.stdout)["runs"]}
 
@@ -179,10 +217,12 @@ def served_counts(samples: dict) -> tuple[Counter, int]:
 
 def graded(server, runs: int) -> dict:
     """Poll luckrate's /metrics until ``runs`` traces are graded and nothing is buffered."""
+
     def done():
         s = server.scrape()
         quiet = total(s, "luckrate_traces_active") == 0
         return s if quiet and total(s, "luckrate_runs_total") >= runs else None
+
     return wait_until(done, f"{runs} graded runs", timeout=120)
 
 
@@ -192,8 +232,7 @@ def sdk_exporter(collector: Collector, protocol: str):
         import grpc
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
-        return OTLPSpanExporter(endpoint=collector.grpc, insecure=True, compression=grpc.Compression.Gzip,
-                                timeout=30)
+        return OTLPSpanExporter(endpoint=collector.grpc, insecure=True, compression=grpc.Compression.Gzip, timeout=30)
     from opentelemetry.exporter.otlp.proto.http import Compression
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
@@ -206,14 +245,16 @@ def send(spans: Sequence[ReadableSpan], exporter, per_request: int = 50) -> None
 
     try:
         for i in range(0, len(spans), per_request):
-            assert exporter.export(spans[i:i + per_request]) is SpanExportResult.SUCCESS
+            assert exporter.export(spans[i : i + per_request]) is SpanExportResult.SUCCESS
     finally:
         exporter.shutdown()
 
 
 def delivered(collector: Collector, spans: int, exporter: str) -> dict:
     """Poll the collector's telemetry until ``exporter`` has sent ``spans`` spans; returns that scrape."""
+
     def done():
         t = collector.telemetry()
         return t if exporter_spans(t, "sent", exporter) >= spans else None
+
     return wait_until(done, f"{exporter} to send {spans} spans", timeout=120)

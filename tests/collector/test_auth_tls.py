@@ -36,9 +36,13 @@ EXPORTER = {"grpc": "otlp/luckrate", "http": "otlphttp/luckrate"}
 def _collector(tmp_path: Path, luckrate: Server, protocol: str, ca: Path, token: str) -> Collector:
     token_file = tmp_path / "collector-token"
     token_file.write_text(token)
-    override = {"exporters": {"otlp/luckrate": {"endpoint": luckrate.grpc},
-                              "otlphttp/luckrate": {"endpoint": luckrate.http.replace("http://", "https://")}},
-                "service": {"pipelines": {"traces": {"exporters": [EXPORTER[protocol]]}}}}
+    override = {
+        "exporters": {
+            "otlp/luckrate": {"endpoint": luckrate.grpc},
+            "otlphttp/luckrate": {"endpoint": luckrate.http.replace("http://", "https://")},
+        },
+        "service": {"pipelines": {"traces": {"exporters": [EXPORTER[protocol]]}}},
+    }
     env = {"LUCKRATE_CA_FILE": str(ca), "LUCKRATE_BEARER_TOKEN_FILE": str(token_file)}
     return Collector(tmp_path, BASE, OVERLAYS / "tls-bearer.yaml", override=override, env=env)
 
@@ -47,16 +51,16 @@ def _luckrate(tmp_path: Path, pki) -> Server:  # noqa: F811
     token = tmp_path / "luckrate-token"
     token.write_text(TOKEN + "\n")
     cert, key = pki["server"]
-    return Server("--root-grace", GRACE, "--tls-cert", str(cert), "--tls-key", str(key),
-                  "--bearer-token-file", str(token))
+    return Server(
+        "--root-grace", GRACE, "--tls-cert", str(cert), "--tls-key", str(key), "--bearer-token-file", str(token)
+    )
 
 
 @pytest.mark.parametrize("protocol", ["grpc", "http"])
 def test_right_token_over_tls_grades_everything(protocol: str, tmp_path: Path, pki) -> None:  # noqa: F811
     spans = record_runs([demo.nth_run(i) for i in range(20)])
     expected = offline_verdicts(spans, tmp_path)
-    with _luckrate(tmp_path, pki) as luckrate, \
-            _collector(tmp_path, luckrate, protocol, pki["ca"], TOKEN) as collector:
+    with _luckrate(tmp_path, pki) as luckrate, _collector(tmp_path, luckrate, protocol, pki["ca"], TOKEN) as collector:
         send(spans, sdk_exporter(collector, protocol))
         s = graded(luckrate, len(expected))
         assert served_counts(s) == run_counts(expected)
@@ -66,16 +70,18 @@ def test_right_token_over_tls_grades_everything(protocol: str, tmp_path: Path, p
 
 
 @pytest.mark.parametrize("protocol", ["grpc", "http"])
-def test_wrong_token_grades_nothing_and_the_collector_reports_it(protocol: str, tmp_path: Path,
-                                                                 pki) -> None:  # noqa: F811
+def test_wrong_token_grades_nothing_and_the_collector_reports_it(protocol: str, tmp_path: Path, pki) -> None:  # noqa: F811
     spans = record_runs([demo.nth_run(i) for i in range(20)])
-    with _luckrate(tmp_path, pki) as luckrate, \
-            _collector(tmp_path, luckrate, protocol, pki["ca"], "not-the-token") as collector:
+    with (
+        _luckrate(tmp_path, pki) as luckrate,
+        _collector(tmp_path, luckrate, protocol, pki["ca"], "not-the-token") as collector,
+    ):
         send(spans, sdk_exporter(collector, protocol))
 
         def failed():
             t = collector.telemetry()
             return t if exporter_spans(t, "send_failed", EXPORTER[protocol]) == len(spans) else None
+
         t = wait_until(failed, f"the collector to count {len(spans)} failed spans", timeout=60)
         assert exporter_spans(t, "sent", EXPORTER[protocol]) == 0
         s = luckrate.scrape()

@@ -40,9 +40,10 @@ EXPORTER = {"grpc": "otlp/luckrate", "http": "otlphttp/luckrate"}
 
 def _to(luckrate: Server, protocol: str) -> dict:
     """Override: aim luckrate's exporters at this luckrate, and the traces pipeline at one of them."""
-    return {"exporters": {"otlp/luckrate": {"endpoint": luckrate.grpc},
-                          "otlphttp/luckrate": {"endpoint": luckrate.http}},
-            "service": {"pipelines": {"traces": {"exporters": [EXPORTER[protocol]]}}}}
+    return {
+        "exporters": {"otlp/luckrate": {"endpoint": luckrate.grpc}, "otlphttp/luckrate": {"endpoint": luckrate.http}},
+        "service": {"pipelines": {"traces": {"exporters": [EXPORTER[protocol]]}}},
+    }
 
 
 def _configs(protocol: str) -> list[Path]:
@@ -54,8 +55,10 @@ def test_collector_relays_every_trace_and_the_verdicts_match_the_cli(protocol: s
     spans = record_runs([demo.nth_run(i) for i in range(40)])
     expected = offline_verdicts(spans, tmp_path)
     assert len(expected) == 40
-    with Server("--root-grace", GRACE) as luckrate, \
-            Collector(tmp_path, *_configs(protocol), override=_to(luckrate, protocol)) as collector:
+    with (
+        Server("--root-grace", GRACE) as luckrate,
+        Collector(tmp_path, *_configs(protocol), override=_to(luckrate, protocol)) as collector,
+    ):
         send(spans, sdk_exporter(collector, protocol))
         s = graded(luckrate, len(expected))
         assert served_counts(s) == run_counts(expected)
@@ -74,8 +77,10 @@ def test_back_pressure_is_retried_until_every_span_is_graded(tmp_path: Path) -> 
     toml.write_text("retry_after = 1\n")  # seconds the collector is told to wait (RetryInfo)
     # 520 buffered spans: one shipped batch (send_batch_max_size 512) fits, a second does not until the
     # first is graded, 2 s after its traces' roots arrive. The traffic is ~3 times the buffer.
-    with Server("--config", str(toml), "--max-buffered-spans", "520", "--root-grace", "2") as luckrate, \
-            Collector(tmp_path, BASE, override=_to(luckrate, "grpc")) as collector:
+    with (
+        Server("--config", str(toml), "--max-buffered-spans", "520", "--root-grace", "2") as luckrate,
+        Collector(tmp_path, BASE, override=_to(luckrate, "grpc")) as collector,
+    ):
         send(spans, sdk_exporter(collector, "grpc"), per_request=200)
         t = delivered(collector, len(spans), "otlp/luckrate")  # the last retries are through
         s = settled(luckrate)
@@ -97,9 +102,15 @@ def test_the_single_host_config_relays_every_trace_as_shipped(tmp_path: Path) ->
     single = BASE.parent / "otelcol-single-host.yaml"
     spans = record_runs([demo.nth_run(i) for i in range(20)])
     expected = offline_verdicts(spans, tmp_path)
-    with Server("--root-grace", GRACE) as luckrate, \
-            Collector(tmp_path, single, override={"exporters": {"otlp/luckrate": {"endpoint": luckrate.grpc}}},
-                      env={"TRACING_BACKEND_ENDPOINT": ""}) as collector:
+    with (
+        Server("--root-grace", GRACE) as luckrate,
+        Collector(
+            tmp_path,
+            single,
+            override={"exporters": {"otlp/luckrate": {"endpoint": luckrate.grpc}}},
+            env={"TRACING_BACKEND_ENDPOINT": ""},
+        ) as collector,
+    ):
         send(spans, sdk_exporter(collector, "grpc"))
         s = graded(luckrate, len(expected))
         assert served_counts(s) == run_counts(expected)

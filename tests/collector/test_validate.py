@@ -39,8 +39,11 @@ def _compose_mounts() -> list[Path]:
         for service in (yaml.safe_load(compose.read_text()).get("services") or {}).values():
             for volume in service.get("volumes") or ():
                 source = (compose.parent / str(volume).split(":", 1)[0]).resolve()
-                if source.is_file() and source.suffix in (".yaml", ".yml") and \
-                        _is_collector_config(yaml.safe_load(source.read_text())):
+                if (
+                    source.is_file()
+                    and source.suffix in (".yaml", ".yml")
+                    and _is_collector_config(yaml.safe_load(source.read_text()))
+                ):
                     found.append(source)
     return found
 
@@ -69,8 +72,11 @@ def _env(tmp_path: Path) -> dict:
     ca, token = tmp_path / "ca.pem", tmp_path / "token"
     ca.write_text("not read by validate\n")
     token.write_text("a-token")
-    return {"TRACING_BACKEND_ENDPOINT": "127.0.0.1:4317", "LUCKRATE_CA_FILE": str(ca),
-            "LUCKRATE_BEARER_TOKEN_FILE": str(token)}
+    return {
+        "TRACING_BACKEND_ENDPOINT": "127.0.0.1:4317",
+        "LUCKRATE_CA_FILE": str(ca),
+        "LUCKRATE_BEARER_TOKEN_FILE": str(token),
+    }
 
 
 def _check(configs: list[Path], tmp_path: Path) -> None:
@@ -102,14 +108,20 @@ def test_the_static_overlay_uses_the_same_replica_template_as_dns() -> None:
     # per-replica exporter (retry, queue, timeout) is the same.
     static = yaml.safe_load((OVERLAYS / "loadbalancing-static.yaml").read_text())["exporters"]
     shipped = yaml.safe_load(LOADBALANCING.read_text())["exporters"]
-    assert static["loadbalancing/static"]["protocol"] == shipped["loadbalancing/dns"]["protocol"] \
+    assert (
+        static["loadbalancing/static"]["protocol"]
+        == shipped["loadbalancing/dns"]["protocol"]
         == shipped["loadbalancing/k8s"]["protocol"]
+    )
 
 
-@pytest.mark.parametrize("good, bad", [
-    ("send_batch_size:", "send_batch_sise:"),       # a processor option
-    ("retry_on_failure:", "retry_on_failures:"),    # an exporter option
-])
+@pytest.mark.parametrize(
+    "good, bad",
+    [
+        ("send_batch_size:", "send_batch_sise:"),  # a processor option
+        ("retry_on_failure:", "retry_on_failures:"),  # an exporter option
+    ],
+)
 def test_a_misspelt_key_fails_validation(good: str, bad: str, tmp_path: Path) -> None:
     text = BASE.read_text()
     assert good in text

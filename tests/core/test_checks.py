@@ -20,43 +20,97 @@ def found(traj, sp):
 
 CASES = [
     # name, spec keys, trajectory, expected (check, severity, step, tool)
-    ("forbidden", {"forbidden": ["delete_account"]},
-     run(step("lookup_order"), step("delete_account")), [("forbidden", "hard", 1, "delete_account")]),
-    ("required missing", {"required": ["lookup_order"]},
-     run(step("send_email")), [("required", "hard", None, "lookup_order")]),
+    (
+        "forbidden",
+        {"forbidden": ["delete_account"]},
+        run(step("lookup_order"), step("delete_account")),
+        [("forbidden", "hard", 1, "delete_account")],
+    ),
+    (
+        "required missing",
+        {"required": ["lookup_order"]},
+        run(step("send_email")),
+        [("required", "hard", None, "lookup_order")],
+    ),
     ("required present", {"required": ["lookup_order"]}, run(step("lookup_order")), []),
-    ("before violated", {"before": [("lookup_order", "issue_refund")]},
-     run(step("issue_refund"), step("lookup_order"), step("issue_refund", {"x": 1})),
-     [("before", "hard", 0, "issue_refund")]),
-    ("before kept", {"before": [("lookup_order", "issue_refund")]},
-     run(step("lookup_order"), step("issue_refund")), []),
+    (
+        "before violated",
+        {"before": [("lookup_order", "issue_refund")]},
+        run(step("issue_refund"), step("lookup_order"), step("issue_refund", {"x": 1})),
+        [("before", "hard", 0, "issue_refund")],
+    ),
+    (
+        "before kept",
+        {"before": [("lookup_order", "issue_refund")]},
+        run(step("lookup_order"), step("issue_refund")),
+        [],
+    ),
     ("max_steps at budget", {"max_steps": 2}, run(step("lookup_order"), step("send_email")), []),
-    ("max_steps over budget", {"max_steps": 2},
-     run(step("lookup_order"), step("send_email"), step("issue_refund")), [("max_steps", "soft", 2, "issue_refund")]),
+    (
+        "max_steps over budget",
+        {"max_steps": 2},
+        run(step("lookup_order"), step("send_email"), step("issue_refund")),
+        [("max_steps", "soft", 2, "issue_refund")],
+    ),
     ("unknown tool", {}, run(step("rm_rf")), [("unknown_tool", "warn", 0, "rm_rf")]),
-    ("repeat after success", {},
-     run(step("lookup_order", {"order_id": "A-1"}), step("lookup_order", {"order_id": "A-1"}), input="A-1"),
-     [("repeat", "soft", 1, "lookup_order")]),
-    ("retry after failure is fine", {},
-     run(step("lookup_order", {"order_id": "A-1"}, error="503"), step("lookup_order", {"order_id": "A-1"}),
-         input="A-1"), []),
-    ("same tool, other args", {},
-     run(step("lookup_order", {"order_id": "A-1"}), step("lookup_order", {"order_id": "A-2"}),
-         input="A-1 A-2"), []),
-    ("failing loop at threshold", {"max_failures": 3},
-     run(step("send_email", error="down"), step("send_email", error="down"), step("send_email", error="down")),
-     [("failing_loop", "soft", 2, "send_email")]),
-    ("failing loop below threshold", {"max_failures": 3},
-     run(step("send_email", error="down"), step("send_email", error="down")), []),
-    ("another tool in between breaks the streak", {"max_failures": 2},
-     run(step("send_email", error="x"), step("lookup_order"), step("send_email", error="x")), []),
-    ("success in between breaks the streak", {"max_failures": 2},
-     run(step("send_email", error="x"), step("send_email", {"a": 1}), step("send_email", error="x")), []),
-    ("max_duration over", {"max_duration": 1.0},
-     run(step("lookup_order", t=100.0, duration=0.5), step("send_email", t=100.8, duration=0.3)),
-     [("max_duration", "soft", 1, "send_email")]),
-    ("max_duration at budget", {"max_duration": 1.0},
-     run(step("lookup_order", t=100.0, duration=0.5), step("send_email", t=100.5, duration=0.5)), []),
+    (
+        "repeat after success",
+        {},
+        run(step("lookup_order", {"order_id": "A-1"}), step("lookup_order", {"order_id": "A-1"}), input="A-1"),
+        [("repeat", "soft", 1, "lookup_order")],
+    ),
+    (
+        "retry after failure is fine",
+        {},
+        run(
+            step("lookup_order", {"order_id": "A-1"}, error="503"),
+            step("lookup_order", {"order_id": "A-1"}),
+            input="A-1",
+        ),
+        [],
+    ),
+    (
+        "same tool, other args",
+        {},
+        run(step("lookup_order", {"order_id": "A-1"}), step("lookup_order", {"order_id": "A-2"}), input="A-1 A-2"),
+        [],
+    ),
+    (
+        "failing loop at threshold",
+        {"max_failures": 3},
+        run(step("send_email", error="down"), step("send_email", error="down"), step("send_email", error="down")),
+        [("failing_loop", "soft", 2, "send_email")],
+    ),
+    (
+        "failing loop below threshold",
+        {"max_failures": 3},
+        run(step("send_email", error="down"), step("send_email", error="down")),
+        [],
+    ),
+    (
+        "another tool in between breaks the streak",
+        {"max_failures": 2},
+        run(step("send_email", error="x"), step("lookup_order"), step("send_email", error="x")),
+        [],
+    ),
+    (
+        "success in between breaks the streak",
+        {"max_failures": 2},
+        run(step("send_email", error="x"), step("send_email", {"a": 1}), step("send_email", error="x")),
+        [],
+    ),
+    (
+        "max_duration over",
+        {"max_duration": 1.0},
+        run(step("lookup_order", t=100.0, duration=0.5), step("send_email", t=100.8, duration=0.3)),
+        [("max_duration", "soft", 1, "send_email")],
+    ),
+    (
+        "max_duration at budget",
+        {"max_duration": 1.0},
+        run(step("lookup_order", t=100.0, duration=0.5), step("send_email", t=100.5, duration=0.5)),
+        [],
+    ),
     ("run error", {}, run(error="ConnectionError: reset"), [("run_error", "hard", None, None)]),
 ]
 
@@ -66,21 +120,27 @@ def test_check(name, keys, traj, expected):
     assert found(traj, spec(**keys)) == expected
 
 
-@pytest.mark.parametrize("check, traj", [
-    ("forbidden", run(step("delete_account"))),
-    ("max_steps", run(step("lookup_order"), step("lookup_order", {"b": 2}))),
-    ("repeat", run(step("lookup_order"), step("lookup_order"))),
-])
+@pytest.mark.parametrize(
+    "check, traj",
+    [
+        ("forbidden", run(step("delete_account"))),
+        ("max_steps", run(step("lookup_order"), step("lookup_order", {"b": 2}))),
+        ("repeat", run(step("lookup_order"), step("lookup_order"))),
+    ],
+)
 @pytest.mark.parametrize("severity", ["hard", "soft", "warn"])
 def test_severity_override(check, traj, severity):
     sp = spec(forbidden=["delete_account"], max_steps=1, severity={check: severity})
     assert [v.severity for v in grade(traj, sp).violations if v.check == check] == [Severity(severity)]
 
 
-@pytest.mark.parametrize("check, traj", [
-    ("forbidden", run(step("delete_account"))),
-    ("unknown_tool", run(step("nope"))),
-])
+@pytest.mark.parametrize(
+    "check, traj",
+    [
+        ("forbidden", run(step("delete_account"))),
+        ("unknown_tool", run(step("nope"))),
+    ],
+)
 def test_severity_off_disables(check, traj):
     sp = spec(forbidden=["delete_account"], severity={check: "off"})
     assert not grade(traj, sp).has(check)

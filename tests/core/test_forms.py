@@ -90,29 +90,46 @@ def test_the_user_is_a_source_in_any_form_too(source, value):
     assert not grade(traj, SPEC).has("ungrounded")
 
 
-@pytest.mark.parametrize("value, key", [
-    ("http://www.example.com/", "example.com"), ("HTTPS://WWW.EXAMPLE.COM:443/A/", "example.com/a"),
-    ("example.com:8080/x", "example.com:8080/x"), ("bob@example.com", None), ("file", None),
-])
+@pytest.mark.parametrize(
+    "value, key",
+    [
+        ("http://www.example.com/", "example.com"),
+        ("HTTPS://WWW.EXAMPLE.COM:443/A/", "example.com/a"),
+        ("example.com:8080/x", "example.com:8080/x"),
+        ("bob@example.com", None),
+        ("file", None),
+    ],
+)
 def test_url_key(value, key):
     assert forms.url_key(value.casefold()) == key
 
 
-@pytest.mark.parametrize("value, key", [
-    ("$1,290.00", "1290"), ("129.0", "129"), ("0.50", "0.5"), ("129", None), ("0044", None), ("1,29", None),
-])
+@pytest.mark.parametrize(
+    "value, key",
+    [
+        ("$1,290.00", "1290"),
+        ("129.0", "129"),
+        ("0.50", "0.5"),
+        ("129", None),
+        ("0044", None),
+        ("1,29", None),
+    ],
+)
 def test_number_key(value, key):
     assert forms.number_key(value) == key
 
 
-@pytest.mark.parametrize("text, keys", [
-    ("5/6/2024", {"2024-05-06", "2024-06-05"}),  # both readings where both are dates
-    ("5/15/2024", {"2024-05-15"}),
-    ("may 15", {"--05-15"}),  # no year: the year-less form only
-    ("feb 29", {"--02-29"}),
-    ("feb 30", set()),
-    ("2024-05-15t10:30", {"2024-05-15"}),
-])
+@pytest.mark.parametrize(
+    "text, keys",
+    [
+        ("5/6/2024", {"2024-05-06", "2024-06-05"}),  # both readings where both are dates
+        ("5/15/2024", {"2024-05-15"}),
+        ("may 15", {"--05-15"}),  # no year: the year-less form only
+        ("feb 29", {"--02-29"}),
+        ("feb 30", set()),
+        ("2024-05-15t10:30", {"2024-05-15"}),
+    ],
+)
 def test_dates(text, keys):
     assert {key for key, _, _ in forms.dates(text)} == keys
 
@@ -121,10 +138,20 @@ def test_a_dated_value_also_looks_up_its_year_less_form():
     assert ("--05-15",) in forms.whole("2024-05-15")
 
 
-@pytest.mark.parametrize("token, strong", [
-    ("bob@x.test", True), ("mailto:bob@x.test", True), ("www.evil.test", True), ("https://a.bc/d", True),
-    ("evil.com", True), ("report.pdf", False), ("de89370400440532013000", True), ("123456789", True),
-    ("12345", False), ("v1.2", False),
-])
+@pytest.mark.parametrize(
+    "token, strong",
+    [
+        ("bob@x.test", True),
+        ("mailto:bob@x.test", True),
+        ("www.evil.test", True),
+        ("https://a.bc/d", True),
+        ("evil.com", True),
+        ("report.pdf", False),
+        ("de89370400440532013000", True),
+        ("123456789", True),
+        ("12345", False),
+        ("v1.2", False),
+    ],
+)
 def test_strong_identifiers_inside_prose(token, strong):
     assert forms.is_strong(token) is strong

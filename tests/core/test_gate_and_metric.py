@@ -17,11 +17,16 @@ def graded(case: str, i: int, *severities: str, output_ok=True, check="repeat") 
 
 MAJORITY = [
     # k runs, how many have the soft check, gate fails?
-    (1, 0, False), (1, 1, True),
-    (2, 1, False), (2, 2, True),
-    (3, 1, False), (3, 2, True),
-    (4, 2, False), (4, 3, True),
-    (5, 2, False), (5, 3, True),
+    (1, 0, False),
+    (1, 1, True),
+    (2, 1, False),
+    (2, 2, True),
+    (3, 1, False),
+    (3, 2, True),
+    (4, 2, False),
+    (4, 3, True),
+    (5, 2, False),
+    (5, 3, True),
 ]
 
 
@@ -35,8 +40,12 @@ def test_soft_majority_rule(k, bad, fails):
 
 
 def test_soft_counts_per_case_and_check():
-    grades = [graded("a", 0, "soft", check="repeat"), graded("a", 1, "soft", check="max_steps"),
-              graded("a", 2), graded("b", 0)]
+    grades = [
+        graded("a", 0, "soft", check="repeat"),
+        graded("a", 1, "soft", check="max_steps"),
+        graded("a", 2),
+        graded("b", 0),
+    ]
     assert not gate(grades).failed
 
 
@@ -49,23 +58,33 @@ def test_warnings_never_fail():
     assert not gate([graded("c", i, "warn") for i in range(3)]).failed
 
 
-@pytest.mark.parametrize("outputs, paths, lucky, passing, text", [
-    ([], [], 0, 0, "Luck Rate — (0 of 0 passing runs)"),
-    ([False, None], [False, False], 0, 0, "Luck Rate — (0 of 0 passing runs)"),
-    ([True, True, True], [True, False, True], 1, 3, "Luck Rate 33.3% (1 of 3 passing runs)"),
-    ([True, None, False], [False, False, False], 1, 1, "Luck Rate 100.0% (1 of 1 passing run)"),
-    ([True], [True], 0, 1, "Luck Rate 0.0% (0 of 1 passing run)"),
-])
+@pytest.mark.parametrize(
+    "outputs, paths, lucky, passing, text",
+    [
+        ([], [], 0, 0, "Luck Rate — (0 of 0 passing runs)"),
+        ([False, None], [False, False], 0, 0, "Luck Rate — (0 of 0 passing runs)"),
+        ([True, True, True], [True, False, True], 1, 3, "Luck Rate 33.3% (1 of 3 passing runs)"),
+        ([True, None, False], [False, False, False], 1, 1, "Luck Rate 100.0% (1 of 1 passing run)"),
+        ([True], [True], 0, 1, "Luck Rate 0.0% (0 of 1 passing run)"),
+    ],
+)
 def test_luck_rate_denominators(outputs, paths, lucky, passing, text):
-    grades = [graded("c", i, *([] if ok else ["warn"]), output_ok=out) for i, (out, ok) in enumerate(zip(outputs, paths))]
+    grades = [
+        graded("c", i, *([] if ok else ["warn"]), output_ok=out) for i, (out, ok) in enumerate(zip(outputs, paths))
+    ]
     rate = LuckRate.of(grades)
     assert (rate.lucky, rate.passing, str(rate)) == (lucky, passing, text)
     assert rate.to_dict()["rate"] == (None if passing == 0 else round(lucky / passing, 4))
 
 
-runs = st.lists(st.tuples(st.sampled_from([True, False, None]),
-                          st.lists(st.sampled_from(["hard", "soft", "warn"]), max_size=3),
-                          st.sampled_from(["a", "b"])), max_size=20)
+runs = st.lists(
+    st.tuples(
+        st.sampled_from([True, False, None]),
+        st.lists(st.sampled_from(["hard", "soft", "warn"]), max_size=3),
+        st.sampled_from(["a", "b"]),
+    ),
+    max_size=20,
+)
 
 
 @given(runs)

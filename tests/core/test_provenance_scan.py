@@ -52,7 +52,7 @@ def _index(sources: list[str], scan: bool) -> SourceIndex:
     for i, text in enumerate(sources[1:]):
         index.add(f"tool:t{i}", text, i)
     # Scanning with a budget that never runs out, or past the budget from the start (the token index).
-    index._scanned = -10**9 if scan else 1 + provenance.SCAN_FACTOR * index._chars
+    index._scanned = -(10**9) if scan else 1 + provenance.SCAN_FACTOR * index._chars
     return index
 
 
@@ -89,17 +89,20 @@ def test_a_key_scanned_before_later_sources_arrive_finds_them_too():
     assert index.tokens_of("ord-7") == [0, 1]
 
 
-@pytest.mark.parametrize("text, key, held", [
-    ('{"order_id": "ORD-12"}', "ord-12", True),
-    ("see https://x.test/a.", "https://x.test/a", True),
-    ("mailto:bob@x.test", "bob@x.test", True),
-    ("ORD-123", "ord-12", False),  # a prefix of a token is not the token
-    ("refund", "refund", False),  # letters only are never indexed
-    ("refund.", "refund", True),  # ... but a token with its sentence mark stripped is
-    ("see www.x.com.Then call", "www.x.com", True),  # a sentence glued to the next
-    ("see www.x.com.Then call", "www.x.com.then", True),  # ... and the token as written
-    ("see www.x.com.then call", "www.x.com", False),  # no capital: one token
-])
+@pytest.mark.parametrize(
+    "text, key, held",
+    [
+        ('{"order_id": "ORD-12"}', "ord-12", True),
+        ("see https://x.test/a.", "https://x.test/a", True),
+        ("mailto:bob@x.test", "bob@x.test", True),
+        ("ORD-123", "ord-12", False),  # a prefix of a token is not the token
+        ("refund", "refund", False),  # letters only are never indexed
+        ("refund.", "refund", True),  # ... but a token with its sentence mark stripped is
+        ("see www.x.com.Then call", "www.x.com", True),  # a sentence glued to the next
+        ("see www.x.com.Then call", "www.x.com.then", True),  # ... and the token as written
+        ("see www.x.com.then call", "www.x.com", False),  # no capital: one token
+    ],
+)
 def test_holds_examples(text, key, held):
     assert provenance._holds(searchable(text).casefold(), key) is held
     assert (key in tokens(text)) is held

@@ -9,26 +9,36 @@ TOOLS = ["lookup_order", "issue_refund", "send_email"]
 
 BAD_SPECS = [
     # (spec, exact problem lines)
-    ({"tools": TOOLS, "required": ["lookup_ordr"]},
-     ["required[0]: unknown tool 'lookup_ordr' (did you mean 'lookup_order'?)"]),
-    ({"tools": TOOLS, "before": [("lookup_order", "refnd")]},
-     ["before[0][1]: unknown tool 'refnd'"]),
-    ({"tools": TOOLS, "before": [("lookup_order", "issue_refnd")]},
-     ["before[0][1]: unknown tool 'issue_refnd' (did you mean 'issue_refund'?)"]),
-    ({"tools": TOOLS, "severity": {"max_steps": "hrad"}},
-     ["severity.max_steps: 'hrad' is not one of hard, soft, warn, off"]),
-    ({"tools": TOOLS, "severity": {"taint_check": "hard"}},
-     ["severity.taint_check: unknown check (did you mean 'taint'?)"]),
-    ({"tools": TOOLS, "forbiden": ["send_email"]},
-     ["forbiden: unknown key (did you mean 'forbidden'?)"]),
+    (
+        {"tools": TOOLS, "required": ["lookup_ordr"]},
+        ["required[0]: unknown tool 'lookup_ordr' (did you mean 'lookup_order'?)"],
+    ),
+    ({"tools": TOOLS, "before": [("lookup_order", "refnd")]}, ["before[0][1]: unknown tool 'refnd'"]),
+    (
+        {"tools": TOOLS, "before": [("lookup_order", "issue_refnd")]},
+        ["before[0][1]: unknown tool 'issue_refnd' (did you mean 'issue_refund'?)"],
+    ),
+    (
+        {"tools": TOOLS, "severity": {"max_steps": "hrad"}},
+        ["severity.max_steps: 'hrad' is not one of hard, soft, warn, off"],
+    ),
+    (
+        {"tools": TOOLS, "severity": {"taint_check": "hard"}},
+        ["severity.taint_check: unknown check (did you mean 'taint'?)"],
+    ),
+    ({"tools": TOOLS, "forbiden": ["send_email"]}, ["forbiden: unknown key (did you mean 'forbidden'?)"]),
     ({"tools": TOOLS, "max_steps": "8"}, ["max_steps: must be a positive integer, got '8'"]),
     ({"tools": TOOLS, "max_steps": 0}, ["max_steps: must be a positive integer, got 0"]),
     ({"tools": TOOLS, "max_duration": True}, ["max_duration: must be a positive number, got True"]),
     ({"tools": "lookup_order"}, ["tools: must be a list of tool names, got str"]),
-    ({"tools": TOOLS, "before": [("lookup_order",)]},
-     ["before[0]: must be a pair (earlier_tool, later_tool), got ('lookup_order',)"]),
-    ({"tools": TOOLS, "privileged": ["send_mail"], "untrusted": ["fetch"]},
-     ["untrusted[0]: unknown tool 'fetch'", "privileged[0]: unknown tool 'send_mail' (did you mean 'send_email'?)"]),
+    (
+        {"tools": TOOLS, "before": [("lookup_order",)]},
+        ["before[0]: must be a pair (earlier_tool, later_tool), got ('lookup_order',)"],
+    ),
+    (
+        {"tools": TOOLS, "privileged": ["send_mail"], "untrusted": ["fetch"]},
+        ["untrusted[0]: unknown tool 'fetch'", "privileged[0]: unknown tool 'send_mail' (did you mean 'send_email'?)"],
+    ),
 ]
 
 
@@ -71,10 +81,13 @@ def test_load_python_specs_per_agent(tmp_path):
     assert spec_for({"support": specs["support"]}, "other") is None
 
 
-@pytest.mark.parametrize("obj", [
-    {"tools": ["a"], "before": [["a", "a"]]},
-    {"SPEC": {"tools": ["a"], "before": [["a", "a"]]}},
-])
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"tools": ["a"], "before": [["a", "a"]]},
+        {"SPEC": {"tools": ["a"], "before": [["a", "a"]]}},
+    ],
+)
 def test_load_json_spec(tmp_path, obj):
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(obj))

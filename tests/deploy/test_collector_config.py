@@ -85,14 +85,16 @@ def test_every_pipeline_component_is_defined(config: dict) -> None:
         for cid in pipeline.get(kind, ())
         if cid not in (config.get(kind) or {}) and cid not in (config.get("connectors") or {})
     ]
-    missing += [f"service.extensions: {e}" for e in config["service"].get("extensions", ())
-                if e not in (config.get("extensions") or {})]
+    missing += [
+        f"service.extensions: {e}"
+        for e in config["service"].get("extensions", ())
+        if e not in (config.get("extensions") or {})
+    ]
     assert missing == []
 
 
 def test_every_component_ships_in_contrib(config: dict) -> None:
-    unknown = [f"{kind}.{cid}" for kind in KINDS for cid in (config.get(kind) or {})
-               if _type(cid) not in CONTRIB[kind]]
+    unknown = [f"{kind}.{cid}" for kind in KINDS for cid in (config.get(kind) or {}) if _type(cid) not in CONTRIB[kind]]
     assert unknown == []
 
 
@@ -132,12 +134,27 @@ def test_prometheus_scrapes_luckrate_on_its_default_port() -> None:
     assert targets and {_port(t) for t in targets} == {DEFAULTS.prometheus.port}
 
 
-@pytest.mark.parametrize("bad, problem", [
-    ({"service": {"pipelines": {"traces": {"receivers": ["otlp"], "exporters": ["otlp/luckrate"]}}},
-      "receivers": {"otlp": {}}, "exporters": {"otlp/luckrate": {"endpoint": "luckrate:4318"}}}, "port"),
-    ({"service": {"pipelines": {"traces": {"receivers": ["otlp"], "exporters": ["otlp/luckrate"]}}},
-      "receivers": {"otlp": {}}, "exporters": {}}, "undefined"),
-])
+@pytest.mark.parametrize(
+    "bad, problem",
+    [
+        (
+            {
+                "service": {"pipelines": {"traces": {"receivers": ["otlp"], "exporters": ["otlp/luckrate"]}}},
+                "receivers": {"otlp": {}},
+                "exporters": {"otlp/luckrate": {"endpoint": "luckrate:4318"}},
+            },
+            "port",
+        ),
+        (
+            {
+                "service": {"pipelines": {"traces": {"receivers": ["otlp"], "exporters": ["otlp/luckrate"]}}},
+                "receivers": {"otlp": {}},
+                "exporters": {},
+            },
+            "undefined",
+        ),
+    ],
+)
 def test_the_checks_catch_broken_configs(bad: dict, problem: str) -> None:
     # Guards the guard: a wrong port (the HTTP one) and an undefined exporter are both reported.
     if problem == "port":

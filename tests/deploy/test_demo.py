@@ -89,11 +89,17 @@ def test_the_mix_covers_every_kind_and_both_agents() -> None:
     assert {(r.agent, r.kind) for r in runs} == {(a, k) for a in demo.AGENTS for k in demo.CYCLE}
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--endpoint", "localhost"], "--endpoint: 'localhost' is not HOST:PORT"),
-    (["--endpoint", "localhost:4317", "--rate", "0"], "--rate: must be a positive number of runs per second, got 0.0"),
-    (["--endpoint", "localhost:4317", "--duration", "-1"], "--duration and --runs must not be negative"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--endpoint", "localhost"], "--endpoint: 'localhost' is not HOST:PORT"),
+        (
+            ["--endpoint", "localhost:4317", "--rate", "0"],
+            "--rate: must be a positive number of runs per second, got 0.0",
+        ),
+        (["--endpoint", "localhost:4317", "--duration", "-1"], "--duration and --runs must not be negative"),
+    ],
+)
 def test_bad_arguments_are_named(argv: list[str], message: str, capsys) -> None:
     parser = argparse.ArgumentParser()
     demo.add_arguments(parser)
@@ -114,9 +120,13 @@ def test_without_the_otlp_extra_the_error_names_it() -> None:
     import subprocess
     import sys
 
-    code = ("import sys; sys.modules['opentelemetry.exporter.otlp.proto.grpc.trace_exporter'] = None; "
-            "from luckrate.cli import main; sys.exit(main(['demo', '--runs', '1']))")
+    code = (
+        "import sys; sys.modules['opentelemetry.exporter.otlp.proto.grpc.trace_exporter'] = None; "
+        "from luckrate.cli import main; sys.exit(main(['demo', '--runs', '1']))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
-    assert proc.stderr == ("luckrate demo: needs opentelemetry-exporter-otlp-proto-grpc, in luckrate's otlp extra: "
-                           "pip install 'luckrate[otlp]' (from a checkout: pip install -e '.[otlp]')\n")
+    assert proc.stderr == (
+        "luckrate demo: needs opentelemetry-exporter-otlp-proto-grpc, in luckrate's otlp extra: "
+        "pip install 'luckrate[otlp]' (from a checkout: pip install -e '.[otlp]')\n"
+    )

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 import pytest
 
 from luckrate import demo
+
 # pytestmark: the same skip conditions (no prometheus binary) as the harness this borrows from.
 from tests.deploy.test_e2e_prometheus import (  # noqa: F401
     SPEC,
@@ -45,9 +46,28 @@ def luckrate(tmp_path_factory) -> Iterator[dict]:
     tmp = tmp_path_factory.mktemp("luckrate")
     verdicts = tmp / "verdicts.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "luckrate.cli", "serve", "--spec", str(SPEC), "--grpc", "127.0.0.1:0", "--http", "off",
-         "--prometheus", "127.0.0.1:0", "--root-grace", "0.2", "--verdict-log", str(verdicts)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "luckrate.cli",
+            "serve",
+            "--spec",
+            str(SPEC),
+            "--grpc",
+            "127.0.0.1:0",
+            "--http",
+            "off",
+            "--prometheus",
+            "127.0.0.1:0",
+            "--root-grace",
+            "0.2",
+            "--verdict-log",
+            str(verdicts),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         ports = dict(re.findall(r"(\w+) 127\.0\.0\.1:(\d+)", _read_line(proc, "luckrate serve: listening")))
         yield {"grpc": int(ports["grpc"]), "prometheus": int(ports["prometheus"]), "verdicts": verdicts}
@@ -57,20 +77,40 @@ def luckrate(tmp_path_factory) -> Iterator[dict]:
 
 @pytest.fixture(scope="module")
 def prometheus(luckrate, tmp_path_factory) -> Iterator[str]:
-    yield from run_prometheus(tmp_path_factory.mktemp("prometheus"), luckrate["prometheus"],
-                              {"global": {"scrape_interval": "1s"}}, "--enable-feature=exemplar-storage")
+    yield from run_prometheus(
+        tmp_path_factory.mktemp("prometheus"),
+        luckrate["prometheus"],
+        {"global": {"scrape_interval": "1s"}},
+        "--enable-feature=exemplar-storage",
+    )
 
 
 @pytest.fixture(scope="module")
 def traffic(luckrate, prometheus) -> dict:
     started = time.time() - 60
     result = subprocess.run(
-        [sys.executable, "-m", "luckrate.cli", "demo", "--endpoint", f"127.0.0.1:{luckrate['grpc']}",
-         "--rate", str(RATE), "--runs", str(RUNS)], capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "luckrate.cli",
+            "demo",
+            "--endpoint",
+            f"127.0.0.1:{luckrate['grpc']}",
+            "--rate",
+            str(RATE),
+            "--runs",
+            str(RUNS),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     tainted_runs = sum(demo.nth_run(i).kind == "tainted" for i in range(RUNS))
-    tainted = _wait_for(f"{tainted_runs} tainted traces in the verdict log",
-                        lambda: (ids := _tainted(luckrate["verdicts"])) and len(ids) == tainted_runs and ids)
+    tainted = _wait_for(
+        f"{tainted_runs} tainted traces in the verdict log",
+        lambda: (ids := _tainted(luckrate["verdicts"])) and len(ids) == tainted_runs and ids,
+    )
     return {"start": started, "tainted": set(tainted)}
 
 
@@ -82,8 +122,10 @@ def exemplar_trace_ids(base: str, query: str, start: float) -> dict[str, set[str
         return {}
     doc = json.loads(body)
     assert doc["status"] == "success", doc
-    return {json.dumps(s["seriesLabels"], sort_keys=True): {e["labels"]["trace_id"] for e in s["exemplars"]}
-            for s in doc["data"]}
+    return {
+        json.dumps(s["seriesLabels"], sort_keys=True): {e["labels"]["trace_id"] for e in s["exemplars"]}
+        for s in doc["data"]
+    }
 
 
 def all_ids(by_series: dict[str, set[str]]) -> set[str]:
@@ -92,17 +134,25 @@ def all_ids(by_series: dict[str, set[str]]) -> set[str]:
 
 def test_taint_exemplars_are_exactly_the_tainted_runs(prometheus: str, traffic: dict) -> None:
     want = traffic["tainted"]
-    got = _wait_for("every tainted trace as a taint exemplar", lambda: (
-        ids := all_ids(exemplar_trace_ids(prometheus, "luckrate_taint_total", traffic["start"]))) >= want and ids)
+    got = _wait_for(
+        "every tainted trace as a taint exemplar",
+        lambda: (
+            (ids := all_ids(exemplar_trace_ids(prometheus, "luckrate_taint_total", traffic["start"]))) >= want and ids
+        ),
+    )
     assert got == want
 
 
 def test_bad_path_and_violation_exemplars_name_graded_traces_with_violations(
-        prometheus: str, traffic: dict, luckrate: dict) -> None:
+    prometheus: str, traffic: dict, luckrate: dict
+) -> None:
     logged = {json.loads(line)["trace_id"] for line in luckrate["verdicts"].read_text().splitlines()}
-    runs = _wait_for("bad-path run exemplars", lambda: exemplar_trace_ids(
-        prometheus, 'luckrate_runs_total{path="bad"}', traffic["start"]))
-    violations = _wait_for("violation exemplars", lambda: exemplar_trace_ids(
-        prometheus, "luckrate_violations_total", traffic["start"]))
+    runs = _wait_for(
+        "bad-path run exemplars",
+        lambda: exemplar_trace_ids(prometheus, 'luckrate_runs_total{path="bad"}', traffic["start"]),
+    )
+    violations = _wait_for(
+        "violation exemplars", lambda: exemplar_trace_ids(prometheus, "luckrate_violations_total", traffic["start"])
+    )
     assert all_ids(runs) <= logged and all_ids(violations) <= logged
     assert all('"path": "bad"' in series for series in runs)  # ok-path runs carry none

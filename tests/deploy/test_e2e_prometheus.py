@@ -38,10 +38,13 @@ DEADLINE = 90.0
 """Seconds to wait for any one condition; generous for a loaded 2-core CI machine."""
 
 pytestmark = [
-    pytest.mark.skipif(importlib.util.find_spec("luckrate.service.app") is None,
-                       reason="luckrate serve (luckrate.service.app) has not landed yet"),
-    pytest.mark.skipif(shutil.which("prometheus") is None,
-                       reason="prometheus not installed (apt-get install prometheus)"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("luckrate.service.app") is None,
+        reason="luckrate serve (luckrate.service.app) has not landed yet",
+    ),
+    pytest.mark.skipif(
+        shutil.which("prometheus") is None, reason="prometheus not installed (apt-get install prometheus)"
+    ),
 ]
 
 # Grafana's template variables, replaced as Grafana would for "All agents" over the last hour.
@@ -82,15 +85,40 @@ def luckrate(tmp_path_factory) -> Iterator[dict]:
     tmp = tmp_path_factory.mktemp("luckrate")
     verdicts = tmp / "verdicts.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "luckrate.cli", "serve", "--spec", str(SPEC), "--grpc", "127.0.0.1:0",
-         "--http", "127.0.0.1:0", "--prometheus", "127.0.0.1:0", "--root-grace", "0.2", "--idle-timeout", "3",
-         "--verdict-log", str(verdicts)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "luckrate.cli",
+            "serve",
+            "--spec",
+            str(SPEC),
+            "--grpc",
+            "127.0.0.1:0",
+            "--http",
+            "127.0.0.1:0",
+            "--prometheus",
+            "127.0.0.1:0",
+            "--root-grace",
+            "0.2",
+            "--idle-timeout",
+            "3",
+            "--verdict-log",
+            str(verdicts),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = _read_line(proc, "luckrate serve: listening")
         ports = dict(re.findall(r"(\w+) 127\.0\.0\.1:(\d+)", line))
-        yield {"grpc": int(ports["grpc"]), "http": int(ports["http"]), "prometheus": int(ports["prometheus"]),
-               "verdicts": verdicts, "proc": proc}
+        yield {
+            "grpc": int(ports["grpc"]),
+            "http": int(ports["http"]),
+            "prometheus": int(ports["prometheus"]),
+            "verdicts": verdicts,
+            "proc": proc,
+        }
     finally:
         _stop(proc)
 
@@ -122,9 +150,16 @@ def run_prometheus(tmp: Path, target_port: int, config: dict, *flags: str) -> It
     (tmp / "prometheus.yml").write_text(yaml.safe_dump({**config, "scrape_configs": [job]}))
     port = _free_port()
     proc = subprocess.Popen(
-        ["prometheus", *flags, f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={tmp / 'data'}",
-         f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=(tmp / "prometheus.log").open("w"))
+        [
+            "prometheus",
+            *flags,
+            f"--config.file={tmp / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp / "prometheus.log").open("w"),
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_for("Prometheus to become ready", lambda: _get(f"{url}/-/ready") is not None or proc.poll() is not None)
@@ -155,8 +190,22 @@ def _query(base: str, expr: str) -> list:
 def traffic(luckrate, prometheus) -> dict:
     """Demo runs through the real OTLP/gRPC exporter, plus the faults the health panels count."""
     demo = subprocess.run(
-        [sys.executable, "-m", "luckrate.cli", "demo", "--endpoint", f"127.0.0.1:{luckrate['grpc']}",
-         "--rate", "40", "--runs", "40"], capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "luckrate.cli",
+            "demo",
+            "--endpoint",
+            f"127.0.0.1:{luckrate['grpc']}",
+            "--rate",
+            "40",
+            "--runs",
+            "40",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert demo.returncode == 0, demo.stderr
     verdicts = _wait_for("tainted traces in the verdict log", lambda: _tainted(luckrate["verdicts"]))
     http = f"http://127.0.0.1:{luckrate['http']}/v1/traces"
@@ -175,11 +224,30 @@ def _tainted(path: Path) -> list[str]:
 
 def _span(trace_id: str, span_id: str) -> dict:
     now = time.time_ns()
-    return {"resourceSpans": [{"scopeSpans": [{"spans": [{
-        "traceId": trace_id, "spanId": span_id, "name": "execute_tool lookup_order", "kind": 1,
-        "startTimeUnixNano": str(now), "endTimeUnixNano": str(now + 1000),
-        "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
-                       {"key": "gen_ai.tool.name", "value": {"stringValue": "lookup_order"}}]}]}]}]}
+    return {
+        "resourceSpans": [
+            {
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            {
+                                "traceId": trace_id,
+                                "spanId": span_id,
+                                "name": "execute_tool lookup_order",
+                                "kind": 1,
+                                "startTimeUnixNano": str(now),
+                                "endTimeUnixNano": str(now + 1000),
+                                "attributes": [
+                                    {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                                    {"key": "gen_ai.tool.name", "value": {"stringValue": "lookup_order"}},
+                                ],
+                            }
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
 
 
 def _post_json(url: str, doc: dict) -> int:
@@ -231,7 +299,7 @@ def alert_operands(expr: str) -> list[str]:
         i += 1
     parts.append(text[start:])
     operands = [_COMPARISON.sub("", p).strip() for p in parts]
-    return [o[len("absent("):-1] if o.startswith("absent(") else o for o in operands]
+    return [o[len("absent(") : -1] if o.startswith("absent(") else o for o in operands]
 
 
 def test_alert_operands_split_at_top_level_only() -> None:
@@ -260,7 +328,8 @@ def test_taint_alert_fires_on_demo_traffic(prometheus: str, traffic: dict) -> No
 
     alerts = _wait_for("LuckrateTaint to fire", firing)
     assert {(a["labels"]["privileged_tool"], a["labels"]["source_tool"]) for a in alerts} == {
-        ("send_email", "fetch_webpage")}
+        ("send_email", "fetch_webpage")
+    }
 
 
 def test_taint_count_matches_the_demo_mix(prometheus: str, traffic: dict, luckrate: dict) -> None:

@@ -28,8 +28,13 @@ def _compose() -> dict:
 
 
 def _k8s() -> dict[str, dict]:
-    docs = [d for p in sorted(K8S.glob("*.yaml")) if p.name != "kustomization.yaml"
-            for d in yaml.safe_load_all(p.read_text()) if d]
+    docs = [
+        d
+        for p in sorted(K8S.glob("*.yaml"))
+        if p.name != "kustomization.yaml"
+        for d in yaml.safe_load_all(p.read_text())
+        if d
+    ]
     return {f"{d['kind']}/{d['metadata']['name']}": d for d in docs}
 
 
@@ -77,8 +82,11 @@ def test_collector_image_is_the_version_the_configs_name() -> None:
 def test_image_serves_on_all_interfaces_with_default_ports() -> None:
     cmd = _dockerfile_cmd()
     cfg = build_config({k: _flag(cmd, f"--{k}") for k in ("grpc", "http", "prometheus")}, "Dockerfile CMD")
-    assert {(e.host, e.port) for e in (cfg.grpc, cfg.http, cfg.prometheus)} == {("0.0.0.0", 4317), ("0.0.0.0", 4318),
-                                                                                ("0.0.0.0", 9464)}
+    assert {(e.host, e.port) for e in (cfg.grpc, cfg.http, cfg.prometheus)} == {
+        ("0.0.0.0", 4317),
+        ("0.0.0.0", 4318),
+        ("0.0.0.0", 9464),
+    }
 
 
 def test_image_runs_as_non_root_with_a_healthcheck() -> None:
@@ -92,9 +100,11 @@ def test_image_runs_as_non_root_with_a_healthcheck() -> None:
 def test_k8s_selectors_match_the_pods() -> None:
     objs = _k8s()
     pod_labels = objs["Deployment/luckrate"]["spec"]["template"]["metadata"]["labels"]
-    selectors = [objs["Deployment/luckrate"]["spec"]["selector"]["matchLabels"],
-                 objs["Service/luckrate-headless"]["spec"]["selector"],
-                 objs["PodDisruptionBudget/luckrate"]["spec"]["selector"]["matchLabels"]]
+    selectors = [
+        objs["Deployment/luckrate"]["spec"]["selector"]["matchLabels"],
+        objs["Service/luckrate-headless"]["spec"]["selector"],
+        objs["PodDisruptionBudget/luckrate"]["spec"]["selector"]["matchLabels"],
+    ]
     assert all(s.items() <= pod_labels.items() for s in selectors)
     assert objs["Service/luckrate-headless"]["spec"]["clusterIP"] == "None"
 
@@ -118,7 +128,9 @@ def test_k8s_ports_and_probes_match_the_config(tmp_path: Path) -> None:
 def test_k8s_grace_period_covers_the_shutdown_deadline(tmp_path: Path) -> None:
     objs = _k8s()
     cfg = _configmap_config(objs, tmp_path)
-    assert objs["Deployment/luckrate"]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] > cfg.shutdown_timeout
+    assert (
+        objs["Deployment/luckrate"]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] > cfg.shutdown_timeout
+    )
 
 
 def test_configmap_spec_is_the_example_spec(tmp_path: Path) -> None:
@@ -171,4 +183,4 @@ def test_compose_turns_the_write_ahead_log_on_in_its_volume() -> None:
     wal = _flag(svc["command"], "--wal")
     assert any(wal.startswith(v.split(":")[1] + "/") for v in svc["volumes"] if not v.startswith("."))
     # The rest of the command is the image's own.
-    assert svc["command"][:len(_dockerfile_cmd())] == _dockerfile_cmd()
+    assert svc["command"][: len(_dockerfile_cmd())] == _dockerfile_cmd()

@@ -56,8 +56,14 @@ def test_panels_ask_for_exemplars_and_link_them_by_trace_id(title: str) -> None:
     exemplar_exprs = [t["expr"] for t in panel["targets"] if t.get("exemplar")]
     # Exemplars live on raw counter series, not on recording rules.
     assert exemplar_exprs and all("luckrate_" in e and ":" not in e.split("{")[0] for e in exemplar_exprs)
-    links = [link for o in panel["fieldConfig"]["overrides"] if o["matcher"] == {"id": "byName", "options": "trace_id"}
-             for prop in o["properties"] if prop["id"] == "links" for link in prop["value"]]
+    links = [
+        link
+        for o in panel["fieldConfig"]["overrides"]
+        if o["matcher"] == {"id": "byName", "options": "trace_id"}
+        for prop in o["properties"]
+        if prop["id"] == "links"
+        for link in prop["value"]
+    ]
     assert links and all("${trace_source}" in link["url"] and "${__value.raw}" in link["url"] for link in links)
 
 

@@ -42,7 +42,10 @@ PARALLEL_FAILING = Scenario(
     "parallel_failing",
     "Look up orders A and B.",
     (
-        (Call("lookup_order", {"order_id": "A"}, "order A"), Call("lookup_order", {"order_id": "B"}, error="no such order")),
+        (
+            Call("lookup_order", {"order_id": "A"}, "order A"),
+            Call("lookup_order", {"order_id": "B"}, error="no such order"),
+        ),
         (Call("escalate_to_human", {"reason": "B is missing"}, "ticket T-1"),),
     ),
     "A is fine; B was escalated.",
@@ -141,7 +144,13 @@ def _tools(script: _Script) -> list[BaseTool]:
         return script.answer("cancel_order", {"order_id": order_id})
 
     fns: list[Callable[..., str]] = [
-        lookup_order, issue_refund, fetch_webpage, send_email, delete_account, escalate_to_human, cancel_order,
+        lookup_order,
+        issue_refund,
+        fetch_webpage,
+        send_email,
+        delete_account,
+        escalate_to_human,
+        cancel_order,
     ]
     return [StructuredTool.from_function(f) for f in fns]
 

@@ -63,8 +63,10 @@ class ScriptedChatModel(Model):
     """Returns the scenario's turns in order: each turn's tool calls, then the answer text."""
 
     def __init__(self, turns: Sequence[Sequence[Call] | Ask], answer: str, prefix: str = "call"):
-        self._outputs = [[_text(turn.text)] if isinstance(turn, Ask) else self._tool_turn(i, turn, prefix)
-                         for i, turn in enumerate(turns)]
+        self._outputs = [
+            [_text(turn.text)] if isinstance(turn, Ask) else self._tool_turn(i, turn, prefix)
+            for i, turn in enumerate(turns)
+        ]
         self._outputs.append([_text(answer)])
 
     @staticmethod
@@ -80,9 +82,20 @@ class ScriptedChatModel(Model):
             for j, call in enumerate(turn)
         ]
 
-    async def get_response(self, system_instructions, input, model_settings, tools, output_schema,
-                           handoffs, tracing: ModelTracing, *, previous_response_id=None,
-                           conversation_id=None, prompt=None) -> ModelResponse:
+    async def get_response(
+        self,
+        system_instructions,
+        input,
+        model_settings,
+        tools,
+        output_schema,
+        handoffs,
+        tracing: ModelTracing,
+        *,
+        previous_response_id=None,
+        conversation_id=None,
+        prompt=None,
+    ) -> ModelResponse:
         output = self._outputs.pop(0)
         with generation_span(model="scripted-chat", disabled=tracing.is_disabled()) as span:
             if tracing.include_data():
@@ -100,7 +113,10 @@ class ScriptedChatModel(Model):
 
 def _text(answer: str) -> ResponseOutputMessage:
     return ResponseOutputMessage(
-        id="msg_answer", type="message", role="assistant", status="completed",
+        id="msg_answer",
+        type="message",
+        role="assistant",
+        status="completed",
         content=[ResponseOutputText(text=answer, type="output_text", annotations=[])],
     )
 
@@ -189,7 +205,11 @@ def _agents(scenario: Scenario, multi_agent: bool) -> Agent:
 
 
 def run(
-    scenario: Scenario, *, capture: bool = True, multi_agent: bool = False, output_ok: bool | None = True,
+    scenario: Scenario,
+    *,
+    capture: bool = True,
+    multi_agent: bool = False,
+    output_ok: bool | None = True,
     instrumentation: str = "contrib",
 ) -> list[Any]:
     """Run the scenario and return the finished OTel SDK spans (ReadableSpan).
@@ -261,10 +281,15 @@ def _eval_span(provider: TracerProvider, scenario: Scenario, output_ok: bool | N
 
 
 def spans_for(
-    scenario: Scenario, *, capture: bool = True, multi_agent: bool = False, output_ok: bool | None = True,
+    scenario: Scenario,
+    *,
+    capture: bool = True,
+    multi_agent: bool = False,
+    output_ok: bool | None = True,
     instrumentation: str = "contrib",
 ) -> bytes:
     """The scenario's spans as a serialized ExportTraceServiceRequest."""
-    spans = run(scenario, capture=capture, multi_agent=multi_agent, output_ok=output_ok,
-                instrumentation=instrumentation)
+    spans = run(
+        scenario, capture=capture, multi_agent=multi_agent, output_ok=output_ok, instrumentation=instrumentation
+    )
     return encode_spans(spans).SerializeToString()

@@ -63,9 +63,11 @@ def _script(turns: tuple, answer: str):
             return ModelResponse(parts=[TextPart(answer)])
         if isinstance(turns[turn], Ask):
             return ModelResponse(parts=[TextPart(turns[turn].text)])
-        return ModelResponse(parts=[
-            ToolCallPart(c.tool, dict(c.args), tool_call_id=f"call_{turn}_{n}") for n, c in enumerate(turns[turn])
-        ])
+        return ModelResponse(
+            parts=[
+                ToolCallPart(c.tool, dict(c.args), tool_call_id=f"call_{turn}_{n}") for n, c in enumerate(turns[turn])
+            ]
+        )
 
     return respond
 
@@ -88,8 +90,12 @@ class _Tools:
 
 def _support(scenario: Scenario, settings: InstrumentationSettings) -> Agent:
     script = _Tools(scenario)
-    agent = Agent(FunctionModel(_script(scenario.turns, scenario.answer), model_name="scripted-chat"),
-                  name=AGENT, instructions="You help customers with orders.", **_instrumented(settings))
+    agent = Agent(
+        FunctionModel(_script(scenario.turns, scenario.answer), model_name="scripted-chat"),
+        name=AGENT,
+        instructions="You help customers with orders.",
+        **_instrumented(settings),
+    )
 
     @agent.tool_plain
     def lookup_order(order_id: str) -> str:
@@ -127,9 +133,14 @@ def _support(scenario: Scenario, settings: InstrumentationSettings) -> Agent:
 def _triage(scenario: Scenario, settings: InstrumentationSettings) -> Agent:
     """pydantic-ai's multi-agent pattern: agent delegation, a tool that runs another agent."""
     support = _support(scenario, settings)
-    triage = Agent(FunctionModel(_script(((Call(HANDOFF, {"request": scenario.user}),),), scenario.answer),
-                                 model_name="scripted-chat"),
-                   name=TRIAGE, instructions="Route the customer to the right agent.", **_instrumented(settings))
+    triage = Agent(
+        FunctionModel(
+            _script(((Call(HANDOFF, {"request": scenario.user}),),), scenario.answer), model_name="scripted-chat"
+        ),
+        name=TRIAGE,
+        instructions="Route the customer to the right agent.",
+        **_instrumented(settings),
+    )
 
     @triage.tool
     async def transfer_to_support_agent(ctx: RunContext[None], request: str) -> str:
@@ -140,8 +151,14 @@ def _triage(scenario: Scenario, settings: InstrumentationSettings) -> Agent:
     return triage
 
 
-def run(scenario: Scenario, *, version: int = 5, capture: bool = True, multi_agent: bool = False,
-        output_ok: bool | None = True) -> list[Any]:
+def run(
+    scenario: Scenario,
+    *,
+    version: int = 5,
+    capture: bool = True,
+    multi_agent: bool = False,
+    output_ok: bool | None = True,
+) -> list[Any]:
     """Run the scenario; return the finished OTel SDK spans (ReadableSpan)."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

@@ -41,9 +41,12 @@ from tests.scenarios import Ask, Call, Scenario
 OUTPUT_OK_KEY = "luckrate.output_ok"
 AGENT, TRIAGE = "support_agent", "triage_agent"
 PARAMS = {
-    "lookup_order": {"order_id": "string"}, "issue_refund": {"order_id": "string", "amount": "number"},
-    "fetch_webpage": {"url": "string"}, "send_email": {"to": "string", "body": "string"},
-    "delete_account": {"user_id": "string"}, "escalate_to_human": {"reason": "string"},
+    "lookup_order": {"order_id": "string"},
+    "issue_refund": {"order_id": "string", "amount": "number"},
+    "fetch_webpage": {"url": "string"},
+    "send_email": {"to": "string", "body": "string"},
+    "delete_account": {"user_id": "string"},
+    "escalate_to_human": {"reason": "string"},
     "cancel_order": {"order_id": "string"},  # the policy scenarios'
 }
 _LOCK = threading.Lock()  # the instrumentor patches smolagents process-wide
@@ -69,12 +72,24 @@ class ScriptedServer(ThreadingHTTPServer):
 
 
 def _completion(model: str, i: int, turn: Any, prefix: str) -> dict[str, Any]:
-    calls = [{"id": f"{prefix}_{i}_{n}", "type": "function",
-              "function": {"name": c.tool, "arguments": json.dumps(c.args)}} for n, c in enumerate(turn)]
-    return {"id": f"chatcmpl-{prefix}-{i}", "object": "chat.completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "finish_reason": "tool_calls",
-                         "message": {"role": "assistant", "content": None, "tool_calls": calls}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+    calls = [
+        {"id": f"{prefix}_{i}_{n}", "type": "function", "function": {"name": c.tool, "arguments": json.dumps(c.args)}}
+        for n, c in enumerate(turn)
+    ]
+    return {
+        "id": f"chatcmpl-{prefix}-{i}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {"role": "assistant", "content": None, "tool_calls": calls},
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -130,7 +145,8 @@ def _tools(scenario: Scenario) -> list[Tool]:
         # smolagents checks forward's parameters against ``inputs``
         ScriptTool.forward.__signature__ = inspect.Signature(
             [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-            + [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY) for p in params])
+            + [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY) for p in params]
+        )
         return ScriptTool()
 
     return [make(n, p) for n, p in PARAMS.items()]
@@ -138,13 +154,20 @@ def _tools(scenario: Scenario) -> list[Tool]:
 
 def _agent(server: ScriptedServer, scenario: Scenario, multi_agent: bool) -> ToolCallingAgent:
     server.script("support", scenario.turns, scenario.answer)
-    support = ToolCallingAgent(tools=_tools(scenario), model=server.model("support"), name=AGENT,
-                               description="Handles orders.", max_steps=8, verbosity_level=0)
+    support = ToolCallingAgent(
+        tools=_tools(scenario),
+        model=server.model("support"),
+        name=AGENT,
+        description="Handles orders.",
+        max_steps=8,
+        verbosity_level=0,
+    )
     if not multi_agent:
         return support
     server.script("triage", [(Call(AGENT, {"task": scenario.user}),)], scenario.answer, prefix="triage")
-    return ToolCallingAgent(tools=[], model=server.model("triage"), managed_agents=[support], name=TRIAGE,
-                            max_steps=4, verbosity_level=0)
+    return ToolCallingAgent(
+        tools=[], model=server.model("triage"), managed_agents=[support], name=TRIAGE, max_steps=4, verbosity_level=0
+    )
 
 
 def run(scenario: Scenario, *, capture: bool = True, multi_agent: bool = False) -> list[Any]:

@@ -41,7 +41,12 @@ def test_parallel_calls_and_a_failing_tool():
     scenario = Scenario(
         "parallel",
         "Look up two orders.",
-        ((Call("lookup_order", {"order_id": "A"}, "a"), Call("lookup_order", {"order_id": "B"}, error="no such order")),),
+        (
+            (
+                Call("lookup_order", {"order_id": "A"}, "a"),
+                Call("lookup_order", {"order_id": "B"}, error="no such order"),
+            ),
+        ),
         "done",
     )
     messages = run_scenario(scenario)

@@ -35,11 +35,18 @@ def assert_graded_right(server: Server, agent: str, runs: Sequence[demo.Run]) ->
         return s if total(s, "luckrate_runs_total", agent=agent) == len(runs) else None
 
     s = wait_until(graded, f"{len(runs)} graded runs of {agent}")
-    got = Counter({(o, p): total(s, "luckrate_runs_total", agent=agent, output=o, path=p)
-                   for o in OUTPUT.values() for p in ("ok", "bad")})
+    got = Counter(
+        {
+            (o, p): total(s, "luckrate_runs_total", agent=agent, output=o, path=p)
+            for o in OUTPUT.values()
+            for p in ("ok", "bad")
+        }
+    )
     assert +got == +expected, (agent, got, expected)
     assert total(s, "luckrate_taint_total", agent=agent) == taint
-    assert total(s, "luckrate_taint_total", agent=agent, privileged_tool="send_email",
-                 source_tool="fetch_webpage") == taint
+    assert (
+        total(s, "luckrate_taint_total", agent=agent, privileged_tool="send_email", source_tool="fetch_webpage")
+        == taint
+    )
     assert total(s, "luckrate_requests_refused_total") == 0, "a request was refused"
     return s

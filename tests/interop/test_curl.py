@@ -19,8 +19,12 @@ CASES = [
     ("chunked json", "application/json", False, ["Transfer-Encoding: chunked"]),
     ("chunked gzip protobuf", "application/x-protobuf", True, ["Transfer-Encoding: chunked"]),
     ("expect 100-continue", "application/x-protobuf", False, ["Expect: 100-continue"]),
-    ("chunked with expect 100-continue", "application/json", True,
-     ["Transfer-Encoding: chunked", "Expect: 100-continue"]),
+    (
+        "chunked with expect 100-continue",
+        "application/json",
+        True,
+        ["Transfer-Encoding: chunked", "Expect: 100-continue"],
+    ),
 ]
 
 
@@ -64,8 +68,9 @@ def test_curl_expect_over_the_limit_gets_413_without_sending_the_body(tmp_path):
     body_file = tmp_path / "big"
     body_file.write_bytes(b"\x00" * (LIMIT + 1))
     with Server("--max-request-bytes", str(LIMIT)) as server:  # its own: the graded tests expect no refusal
-        status, trace = curl(server.http + "/v1/traces", body_file,
-                             ["Content-Type: application/x-protobuf", "Expect: 100-continue"])
+        status, trace = curl(
+            server.http + "/v1/traces", body_file, ["Content-Type: application/x-protobuf", "Expect: 100-continue"]
+        )
         assert status == 413
         assert "100 Continue" not in trace
         assert total(server.scrape(), "luckrate_requests_refused_total", transport="http", reason="too_large") == 1

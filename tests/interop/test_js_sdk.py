@@ -42,8 +42,13 @@ def test_js_exporter_is_graded_right(server, tmp_path, exporter, compression):
     runs_file = tmp_path / "runs.json"
     runs_file.write_text(json.dumps([dataclasses.asdict(r) for r in runs]))
     url = f"http://{server.grpc}" if exporter == "grpc" else server.http + "/v1/traces"
-    done = subprocess.run(["node", str(JS / "send.js"), exporter, url, compression, str(runs_file)], cwd=JS,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        ["node", str(JS / "send.js"), exporter, url, compression, str(runs_file)],
+        cwd=JS,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     sent = json.loads(done.stdout.strip().splitlines()[-1])
     assert sent["spans"] == len(record_runs(runs)), sent  # every span exported: none failed

@@ -43,10 +43,15 @@ def server():
 
 def exporter_for(server: Server, kind: str, gzip: bool) -> SpanExporter:
     if kind == "http":
-        return HttpSpanExporter(endpoint=server.http + "/v1/traces",
-                                compression=HttpCompression.Gzip if gzip else HttpCompression.NoCompression)
-    return GrpcSpanExporter(endpoint=server.grpc, insecure=True,
-                            compression=grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression)
+        return HttpSpanExporter(
+            endpoint=server.http + "/v1/traces",
+            compression=HttpCompression.Gzip if gzip else HttpCompression.NoCompression,
+        )
+    return GrpcSpanExporter(
+        endpoint=server.grpc,
+        insecure=True,
+        compression=grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression,
+    )
 
 
 @pytest.mark.parametrize("kind, gzip", CASES, ids=[f"{k}-{'gzip' if g else 'none'}" for k, g in CASES])

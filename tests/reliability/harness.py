@@ -23,8 +23,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 from luckrate import demo
 from tests.service.harness import Server, record_runs, request_of, total, wait_until
 
-COUNTS = Path(os.environ.get("LUCKRATE_RELIABILITY_COUNTS", "")) if os.environ.get(
-    "LUCKRATE_RELIABILITY_COUNTS") else None
+COUNTS = (
+    Path(os.environ.get("LUCKRATE_RELIABILITY_COUNTS", "")) if os.environ.get("LUCKRATE_RELIABILITY_COUNTS") else None
+)
 """When set, tests append ``name count`` lines here: the numbers the README's Reliability section reports."""
 
 
@@ -57,27 +58,46 @@ def healthy(server: Server) -> None:
 
 def settled(server: Server) -> dict:
     """Poll /metrics until nothing is buffered and every accepted span is assembled or dropped (counted)."""
+
     def done():
         s = server.scrape()
         accepted = total(s, "luckrate_spans_accepted_total") + total(s, "luckrate_spans_replayed_total")
         handled = sum(total(s, f"luckrate_spans_{k}_total") for k in ("assembled", "duplicate", "late", "lost"))
         traces = total(s, "luckrate_traces_completed_total")
-        outcomes = sum(total(s, n) for n in ("luckrate_runs_total", "luckrate_traces_ungraded_total",
-                                             "luckrate_grade_errors_total"))
+        outcomes = sum(
+            total(s, n)
+            for n in ("luckrate_runs_total", "luckrate_traces_ungraded_total", "luckrate_grade_errors_total")
+        )
         quiet = total(s, "luckrate_traces_active") == 0 and accepted == handled and traces == outcomes
         return s if quiet else None
+
     return wait_until(done, "every accepted span to be graded or dropped", timeout=120)
 
 
 def identity(s: dict) -> dict[str, float]:
     """Assert the accounting identities exactly; return the terms (for the report)."""
-    terms = {k: total(s, f"luckrate_{k}_total") for k in (
-        "spans_received", "spans_accepted", "spans_rejected", "spans_assembled", "spans_duplicate", "spans_late",
-        "spans_lost", "spans_replayed", "traces_completed", "runs", "traces_ungraded", "grade_errors")}
+    terms = {
+        k: total(s, f"luckrate_{k}_total")
+        for k in (
+            "spans_received",
+            "spans_accepted",
+            "spans_rejected",
+            "spans_assembled",
+            "spans_duplicate",
+            "spans_late",
+            "spans_lost",
+            "spans_replayed",
+            "traces_completed",
+            "runs",
+            "traces_ungraded",
+            "grade_errors",
+        )
+    }
     assert terms["spans_received"] == terms["spans_accepted"] + terms["spans_rejected"], terms
     # spans_replayed: accepted before a restart, read back from the write-ahead log (0 without --wal).
-    assert terms["spans_accepted"] + terms["spans_replayed"] == (terms["spans_assembled"] + terms["spans_duplicate"] + terms["spans_late"]
-                                       + terms["spans_lost"]), terms
+    assert terms["spans_accepted"] + terms["spans_replayed"] == (
+        terms["spans_assembled"] + terms["spans_duplicate"] + terms["spans_late"] + terms["spans_lost"]
+    ), terms
     assert terms["traces_completed"] == terms["runs"] + terms["traces_ungraded"] + terms["grade_errors"], terms
     return terms
 
@@ -115,13 +135,27 @@ def span_count(req: ExportTraceServiceRequest) -> int:
     return sum(len(ss.spans) for rs in req.resource_spans for ss in rs.scope_spans)
 
 
-def raw_span(trace_id: bytes, span_id: bytes, parent: bytes = b"", name: str = "execute_tool t",
-             attrs: Sequence[tuple[str, str]] = (("gen_ai.operation.name", "execute_tool"),
-                                                 ("gen_ai.tool.name", "lookup_order")),
-             start: int = 1_000_000_000, end: int = 2_000_000_000) -> Span:
-    return Span(trace_id=trace_id, span_id=span_id, parent_span_id=parent, name=name,
-                start_time_unix_nano=start, end_time_unix_nano=end,
-                attributes=[KeyValue(key=k, value=AnyValue(string_value=v)) for k, v in attrs])
+def raw_span(
+    trace_id: bytes,
+    span_id: bytes,
+    parent: bytes = b"",
+    name: str = "execute_tool t",
+    attrs: Sequence[tuple[str, str]] = (
+        ("gen_ai.operation.name", "execute_tool"),
+        ("gen_ai.tool.name", "lookup_order"),
+    ),
+    start: int = 1_000_000_000,
+    end: int = 2_000_000_000,
+) -> Span:
+    return Span(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent,
+        name=name,
+        start_time_unix_nano=start,
+        end_time_unix_nano=end,
+        attributes=[KeyValue(key=k, value=AnyValue(string_value=v)) for k, v in attrs],
+    )
 
 
 def request_with(spans: Sequence[Span]) -> ExportTraceServiceRequest:

@@ -20,8 +20,16 @@ from tests.reliability.harness import fresh_request, span_count
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
-def generate(transport: str, address: str, rate: float, seconds: float, traces_per_request: int, seed: int,
-             results, token: str | None = None) -> None:
+def generate(
+    transport: str,
+    address: str,
+    rate: float,
+    seconds: float,
+    traces_per_request: int,
+    seed: int,
+    results,
+    token: str | None = None,
+) -> None:
     """Send for ``seconds`` at ``rate`` requests/s (at most rate*seconds requests); put a summary dict on
     ``results`` (a multiprocessing queue)."""
     rng = random.Random(seed)

@@ -33,13 +33,19 @@ SOURCES = {
     "trajectory": (reader("trajectory"), [ROOT / "examples" / "runs.jsonl"]),
     "langgraph": (reader("langgraph"), sorted(p for p in (DATA / "langgraph").glob("*.json") if ".otlp" not in p.name)),
     "crewai": (reader("crewai"), sorted((DATA / "crewai").glob("*.json"))),
-    "n8n": (lambda data, source: _n8n(data, source), sorted(p for p in (DATA / "n8n").glob("*.json")
-                                                          if p.name != "manifest.json")),
-    "otlp": (lambda data, source: read_otlp(data, source), sorted(p for p in DATA.glob("*/*.otlp")
-                                                                  if not p.name.endswith(".logs.otlp"))),
+    "n8n": (
+        lambda data, source: _n8n(data, source),
+        sorted(p for p in (DATA / "n8n").glob("*.json") if p.name != "manifest.json"),
+    ),
+    "otlp": (
+        lambda data, source: read_otlp(data, source),
+        sorted(p for p in DATA.glob("*/*.otlp") if not p.name.endswith(".logs.otlp")),
+    ),
     # A logs file is read beside the trace file its records belong to (the seed's pair).
-    "otlp-logs": (lambda data, source: read_otlp_files([(LOGS_PAIR.read_bytes(), LOGS_PAIR.name)], [(data, source)]),
-                  [DATA / "openai-v2" / "forbidden.legacy.openai-v2.logs.otlp"]),
+    "otlp-logs": (
+        lambda data, source: read_otlp_files([(LOGS_PAIR.read_bytes(), LOGS_PAIR.name)], [(data, source)]),
+        [DATA / "openai-v2" / "forbidden.legacy.openai-v2.logs.otlp"],
+    ),
     "otlp-json": (lambda data, source: read_otlp_json(data, source), sorted(DATA.glob("*/*.otlp.json"))),
 }
 NAMES = sorted(SOURCES)
@@ -50,13 +56,36 @@ def _n8n(data: bytes, source: str):
     from luckrate.adapters.n8n import read_file  # landed after the others; not yet in adapters.formats
 
     return read_file(data, source)
+
+
 TRIED: Counter = Counter()
 
 ADVERSARIAL = [
-    "null", "true", "0", "-1", str(2**63), str(-(2**70)), "1e308", "1e999", "NaN", "-Infinity", '""',
-    '"' + "x" * 1_000_000 + '"', '"\\ud800"', '"\\u0000"', '"' + "é" * 1000 + '"', "[]", "{}", "[[[[[]]]]]",
-    '{"": {"": {"": null}}}', '"' + "[" * 5000 + '"', '"' + "0" * 33 + '"', '"' + "zz" * 16 + '"', '"{\'a\': (1,)}"',
-    '"__import__(\'os\').system(\'false\')"', "1" + "0" * 5000,
+    "null",
+    "true",
+    "0",
+    "-1",
+    str(2**63),
+    str(-(2**70)),
+    "1e308",
+    "1e999",
+    "NaN",
+    "-Infinity",
+    '""',
+    '"' + "x" * 1_000_000 + '"',
+    '"\\ud800"',
+    '"\\u0000"',
+    '"' + "é" * 1000 + '"',
+    "[]",
+    "{}",
+    "[[[[[]]]]]",
+    '{"": {"": {"": null}}}',
+    '"' + "[" * 5000 + '"',
+    '"' + "0" * 33 + '"',
+    '"' + "zz" * 16 + '"',
+    "\"{'a': (1,)}\"",
+    "\"__import__('os').system('false')\"",
+    "1" + "0" * 5000,
 ]
 """JSON texts put in place of any node of a seed's JSON."""
 MARKER = "\u2063luckrate-fuzz\u2063"
@@ -151,7 +180,12 @@ def test_mutated_bytes_read_or_raise_invalid_input(name, seed, rounds):
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n not in ("otlp", "otlp-logs")])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32), value=st.sampled_from(ADVERSARIAL) | st.builds(_deep, st.integers(50, 600)) | st.builds(_deep, st.integers(5_000, 100_000)))
+@given(
+    seed=st.integers(0, 2**32),
+    value=st.sampled_from(ADVERSARIAL)
+    | st.builds(_deep, st.integers(50, 600))
+    | st.builds(_deep, st.integers(5_000, 100_000)),
+)
 def test_adversarial_json_nodes_read_or_raise_invalid_input(name, seed, value):
     rng = random.Random(seed)
     text = rng.choice(SOURCES[name][1]).read_text(encoding="utf-8")

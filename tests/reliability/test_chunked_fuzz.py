@@ -39,8 +39,7 @@ BODIES = [otlp_json(fresh_request(RNG, traces=1)) for _ in range(4)]
 
 @pytest.fixture(scope="module")
 def server():
-    with Server("--root-grace", "0.2", "--max-request-bytes", str(LIMIT),
-                "--http-request-timeout", str(DEADLINE)) as s:
+    with Server("--root-grace", "0.2", "--max-request-bytes", str(LIMIT), "--http-request-timeout", str(DEADLINE)) as s:
         yield s
 
 
@@ -59,25 +58,32 @@ def seen(server):
 # ---- what hypothesis builds ---------------------------------------------------------------------------
 
 EXTENSIONS = st.sampled_from([b"", b";a", b";a=b", b' ; name="quoted;value"', b";x=1;y=2", b"\t;t"])
-TRAILERS = st.lists(st.sampled_from([b"X-Sum: 1\r\n", b"X-Empty:\r\n", b"Server-Timing: total;dur=1\r\n"]),
-                    max_size=3)
-BREAKS = st.sampled_from([
-    # (what, how) — each makes the upload unreadable as one chunked body
-    ("size not hex", lambda size: b"zz"), ("size 0x", lambda size: b"0x%x" % size),
-    ("size sign", lambda size: b"+%x" % size), ("space before size", lambda size: b" %x" % size),
-    ("space after size", lambda size: b"%x " % size), ("too many digits", lambda size: b"0" * 17 + b"%x" % size),
-    ("size short", lambda size: b"%x" % max(size - 1, 0) if size > 1 else b"zz"),
-    ("size long", lambda size: b"%x" % (size + 1)),
-    ("bare LF", lambda size: b"%x\n" % size), ("control byte", lambda size: b"%x;\x01" % size),
-])
+TRAILERS = st.lists(st.sampled_from([b"X-Sum: 1\r\n", b"X-Empty:\r\n", b"Server-Timing: total;dur=1\r\n"]), max_size=3)
+BREAKS = st.sampled_from(
+    [
+        # (what, how) — each makes the upload unreadable as one chunked body
+        ("size not hex", lambda size: b"zz"),
+        ("size 0x", lambda size: b"0x%x" % size),
+        ("size sign", lambda size: b"+%x" % size),
+        ("space before size", lambda size: b" %x" % size),
+        ("space after size", lambda size: b"%x " % size),
+        ("too many digits", lambda size: b"0" * 17 + b"%x" % size),
+        ("size short", lambda size: b"%x" % max(size - 1, 0) if size > 1 else b"zz"),
+        ("size long", lambda size: b"%x" % (size + 1)),
+        ("bare LF", lambda size: b"%x\n" % size),
+        ("control byte", lambda size: b"%x;\x01" % size),
+    ]
+)
 
 
 @st.composite
 def uploads(draw):
     """(headers, body bytes, well_formed)."""
     body = draw(st.sampled_from(BODIES))
-    headers = ["Content-Type: application/json", "Transfer-Encoding: " + draw(
-        st.sampled_from(["chunked", "Chunked", "chunked ", "CHUNKED"]))]
+    headers = [
+        "Content-Type: application/json",
+        "Transfer-Encoding: " + draw(st.sampled_from(["chunked", "Chunked", "chunked ", "CHUNKED"])),
+    ]
     if draw(st.booleans()):
         body = gzip.compress(body)
         headers.append("Content-Encoding: gzip")
@@ -100,17 +106,19 @@ def uploads(draw):
     return headers, bytes(out), broken is None
 
 
-FRAMING_HEADERS = st.sampled_from([
-    # headers that make even a well-formed chunked body unreadable as one message
-    (["Transfer-Encoding: chunked", "Content-Length: 10"], 400),
-    (["Content-Length: 10", "Transfer-Encoding: chunked"], 400),
-    (["Transfer-Encoding: gzip, chunked"], 501),
-    (["Transfer-Encoding: chunked, identity"], 400),
-    (["Transfer-Encoding: chunked", "Transfer-Encoding: chunked"], 400),
-    (["Transfer-Encoding: ,"], 400),
-    (["Content-Length: 10", "Content-Length: 10"], 400),
-    (["Content-Length: 0x10"], 400),
-])
+FRAMING_HEADERS = st.sampled_from(
+    [
+        # headers that make even a well-formed chunked body unreadable as one message
+        (["Transfer-Encoding: chunked", "Content-Length: 10"], 400),
+        (["Content-Length: 10", "Transfer-Encoding: chunked"], 400),
+        (["Transfer-Encoding: gzip, chunked"], 501),
+        (["Transfer-Encoding: chunked, identity"], 400),
+        (["Transfer-Encoding: chunked", "Transfer-Encoding: chunked"], 400),
+        (["Transfer-Encoding: ,"], 400),
+        (["Content-Length: 10", "Content-Length: 10"], 400),
+        (["Content-Length: 0x10"], 400),
+    ]
+)
 
 
 def exchange(headers: list[str], body: bytes) -> int:
@@ -135,8 +143,9 @@ def port(server):
 
 # ---- the tests ----------------------------------------------------------------------------------------
 
-FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                       HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 
 
 @FUZZ
@@ -173,7 +182,9 @@ def test_unfinished_uploads_are_cut_off_at_the_deadline_and_counted(server, seen
     the request deadline (well before WAIT) and counted as request_timeout."""
     body = BODIES[0]
     stops = [b"%x\r\n%s" % (len(body), body[:10]), b"1", b"0\r\nX-T: 1\r\n"]
-    head = b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = (
+        b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
     socks = [socket.create_connection(("127.0.0.1", server.ports["http"]), timeout=WAIT) for _ in stops]
     try:
         for sock, stop in zip(socks, stops):

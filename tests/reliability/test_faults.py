@@ -42,8 +42,10 @@ def test_clients_that_disconnect_mid_request_cost_nothing():
         body = fresh_request(rng, traces=3).SerializeToString()
         for cut in (0, 10, len(body) // 2, len(body) - 1):
             sock = _connect(server)
-            head = (f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\n"
-                    f"Content-Length: {len(body)}\r\n\r\n").encode()
+            head = (
+                f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n"
+            ).encode()
             sock.sendall(head + body[:cut])
             sock.close()  # gone before the body is complete
         for _ in range(5):  # gRPC calls abandoned by their deadline before any answer
@@ -71,8 +73,11 @@ def _slow_connection(server, i: int) -> socket.socket:
     if i % 2:
         sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: app")
     else:
-        sock.sendall(f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\n"
-                     "Content-Length: 100000\r\n\r\n".encode() + b"\x0a" * 100)
+        sock.sendall(
+            f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\n"
+            "Content-Length: 100000\r\n\r\n".encode()
+            + b"\x0a" * 100
+        )
     return sock
 
 
@@ -94,8 +99,9 @@ def test_slow_clients_cannot_exhaust_the_server():
             for _ in range(3):
                 healthy(server)
                 sent += _export_ok(server, rng)
-            wait_until(lambda: all(closed_by_server(sock) for sock in held),
-                       "the server to time out every slow connection")
+            wait_until(
+                lambda: all(closed_by_server(sock) for sock in held), "the server to time out every slow connection"
+            )
             healthy(server)
             s = settled(server)
             identity(s)
@@ -147,8 +153,9 @@ def test_the_connection_cap_holds():
             wait_until(refused_with_retry_after, "a normal client to get 503 + Retry-After")
             with grpc.insecure_channel(server.grpc) as ch:  # the cap is the HTTP receiver's alone
                 ExportTraceServiceResponse.FromString(ch.unary_unary(EXPORT)(req.SerializeToString(), timeout=10))
-            refused = total(server.scrape(), "luckrate_requests_refused_total", transport="http",
-                            reason="connection_limit")
+            refused = total(
+                server.scrape(), "luckrate_requests_refused_total", transport="http", reason="connection_limit"
+            )
             assert refused == OVER + len(tries)
             wait_until(lambda: all(closed_by_server(sock) for sock in held), "idle connections to close")
             status, _, _ = post(server.http + "/v1/traces", fresh_request(rng).SerializeToString(), PROTOBUF)
@@ -200,7 +207,9 @@ def test_a_grading_exception_in_one_trace_is_counted_and_the_worker_goes_on(tmp_
         assert total(s, "luckrate_grade_errors_total") == 3
         assert total(s, "luckrate_runs_total") == 6
         healthy(server)
-    trace_ids = {f"{s.context.trace_id:032x}" for s in spans if s.attributes.get("gen_ai.agent.name") == "billing-agent"}
+    trace_ids = {
+        f"{s.context.trace_id:032x}" for s in spans if s.attributes.get("gen_ai.agent.name") == "billing-agent"
+    }
     log = "".join(server.stderr)
     assert trace_ids and all(tid in log for tid in trace_ids), "each failure is logged with its trace id"
 
@@ -216,15 +225,21 @@ def test_otlp_metrics_target_down(tmp_path):
     everything; SIGTERM still exits within its deadline."""
     rng = random.Random(4)
     url = f"http://127.0.0.1:{_closed_port()}/v1/metrics"
-    with Server("--root-grace", "0.2", "--otlp-metrics", url, "--otlp-metrics-interval", "0.5",
-                "--shutdown-timeout", "20") as server:
+    with Server(
+        "--root-grace", "0.2", "--otlp-metrics", url, "--otlp-metrics-interval", "0.5", "--shutdown-timeout", "20"
+    ) as server:
         sent = sum(_export_ok(server, rng) for _ in range(10))
         s = settled(server)
         identity(s)
         assert total(s, "luckrate_runs_total") == 10  # each trace went over both receivers: graded once
         assert total(s, "luckrate_spans_accepted_total") == 2 * sent
-        wait_until(lambda: any("metrics" in line.lower() and ("fail" in line.lower() or "error" in line.lower())
-                               for line in server.stderr), "the failed metric push to be logged")
+        wait_until(
+            lambda: any(
+                "metrics" in line.lower() and ("fail" in line.lower() or "error" in line.lower())
+                for line in server.stderr
+            ),
+            "the failed metric push to be logged",
+        )
         healthy(server)
         started = time.monotonic()
         server.proc.send_signal(signal.SIGTERM)
@@ -240,11 +255,13 @@ def test_sigterm_under_load_flushes_everything(tmp_path):
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
     try:
-        with Server("--root-grace", "5", "--idle-timeout", "10", "--otlp-metrics", sink.url,
-                    "--otlp-metrics-interval", "3600") as server:
-            procs = [ctx.Process(target=generate, args=(t, addr, 20, 20, 3, seed, results), daemon=True)
-                     for seed, (t, addr) in enumerate((("grpc", server.grpc),
-                                                        ("http", server.http[len("http://"):])))]
+        with Server(
+            "--root-grace", "5", "--idle-timeout", "10", "--otlp-metrics", sink.url, "--otlp-metrics-interval", "3600"
+        ) as server:
+            procs = [
+                ctx.Process(target=generate, args=(t, addr, 20, 20, 3, seed, results), daemon=True)
+                for seed, (t, addr) in enumerate((("grpc", server.grpc), ("http", server.http[len("http://") :])))
+            ]
             for p in procs:
                 p.start()
             wait_until(lambda: total(server.scrape(), "luckrate_spans_accepted_total") > 500, "load to build up")
@@ -259,12 +276,15 @@ def test_sigterm_under_load_flushes_everything(tmp_path):
             final[name] = final.get(name, 0) + v
         get = lambda n: final.get(n, 0)  # noqa: E731
         assert get("luckrate.spans.received") == get("luckrate.spans.accepted") + get("luckrate.spans.rejected")
-        assert get("luckrate.spans.accepted") == (get("luckrate.spans.assembled") + get("luckrate.spans.duplicate")
-                                                  + get("luckrate.spans.late"))
-        assert get("luckrate.traces.completed") == (get("luckrate.runs") + get("luckrate.traces.ungraded")
-                                                    + get("luckrate.grade.errors"))
-        shutdown = sum(v for (n, ls), v in sink.last().items()
-                       if n == "luckrate.traces.completed" and ("reason", "shutdown") in ls)
+        assert get("luckrate.spans.accepted") == (
+            get("luckrate.spans.assembled") + get("luckrate.spans.duplicate") + get("luckrate.spans.late")
+        )
+        assert get("luckrate.traces.completed") == (
+            get("luckrate.runs") + get("luckrate.traces.ungraded") + get("luckrate.grade.errors")
+        )
+        shutdown = sum(
+            v for (n, ls), v in sink.last().items() if n == "luckrate.traces.completed" and ("reason", "shutdown") in ls
+        )
         assert shutdown > 0
         client_accepted = sum(summary.get("spans_accepted", 0) for _, summary in seen)
         # A request whose answer was lost as the process exited may count on the server side only.

@@ -69,6 +69,7 @@ def settled(server) -> dict:
         accepted = total(s, "luckrate_log_records_accepted_total")
         handled = total(s, "luckrate_log_records_assembled_total") + total(s, "luckrate_log_records_dropped_total")
         return s if total(s, "luckrate_traces_active") == 0 and accepted == handled else None
+
     return wait_until(done, "every accepted record to be assembled or dropped", timeout=120)
 
 
@@ -95,8 +96,11 @@ def send_http(server, tally, body: bytes, ctype: str, headers: dict | None = Non
     assert status in HTTP_OK, (status, resp[:300])
     tally.answers[f"http_{status}"] += 1
     if status == 200:
-        response = (ExportLogsServiceResponse.FromString(resp) if ctype == PROTOBUF
-                    else json_format.Parse(resp, ExportLogsServiceResponse()))
+        response = (
+            ExportLogsServiceResponse.FromString(resp)
+            if ctype == PROTOBUF
+            else json_format.Parse(resp, ExportLogsServiceResponse())
+        )
         tally.decoded(body, ctype, response)
     return status
 
@@ -166,14 +170,41 @@ def adversarial(rng: random.Random) -> list[tuple[str, ExportLogsServiceRequest 
         ("span id 7 bytes", with_records([LogRecord(trace_id=t, span_id=s[:7], event_name=choice)])),
         ("zero span id", with_records([LogRecord(trace_id=t, span_id=bytes(8), event_name=choice)])),
         ("not an event luckrate reads", with_records([LogRecord(trace_id=t, body=AnyValue(string_value="hi"))])),
-        ("event.name attribute", with_records([LogRecord(trace_id=t, attributes=[
-            KeyValue(key="event.name", value=AnyValue(string_value="gen_ai.user.message"))])])),
-        ("max timestamps", with_records([LogRecord(trace_id=t, event_name=choice, time_unix_nano=2**64 - 1,
-                                                   observed_time_unix_nano=2**64 - 1)])),
-        ("huge body", with_records([LogRecord(trace_id=t, event_name=choice,
-                                              body=AnyValue(string_value="x" * (4 * 2**20)))])),
-        ("many attributes", with_records([LogRecord(trace_id=t, event_name=choice, attributes=[
-            KeyValue(key=f"gen_ai.k{i}", value=AnyValue(string_value="v" * 100)) for i in range(20_000)])])),
+        (
+            "event.name attribute",
+            with_records(
+                [
+                    LogRecord(
+                        trace_id=t,
+                        attributes=[KeyValue(key="event.name", value=AnyValue(string_value="gen_ai.user.message"))],
+                    )
+                ]
+            ),
+        ),
+        (
+            "max timestamps",
+            with_records(
+                [LogRecord(trace_id=t, event_name=choice, time_unix_nano=2**64 - 1, observed_time_unix_nano=2**64 - 1)]
+            ),
+        ),
+        (
+            "huge body",
+            with_records([LogRecord(trace_id=t, event_name=choice, body=AnyValue(string_value="x" * (4 * 2**20)))]),
+        ),
+        (
+            "many attributes",
+            with_records(
+                [
+                    LogRecord(
+                        trace_id=t,
+                        event_name=choice,
+                        attributes=[
+                            KeyValue(key=f"gen_ai.k{i}", value=AnyValue(string_value="v" * 100)) for i in range(20_000)
+                        ],
+                    )
+                ]
+            ),
+        ),
         ("many records, one trace", with_records([LogRecord(trace_id=t, event_name=choice)] * 20_000)),
         ("nested 50", _nested_body(t, 50)),
         ("nested 5000", _nested_body(t, 5000)),
@@ -223,19 +254,35 @@ def test_oversized_logs_and_bombs_are_refused(server, tally):
 
 RECORD = st.fixed_dictionaries(
     {"traceId": HEX},
-    optional={"spanId": HEX, "eventName": st.sampled_from(["gen_ai.choice", "gen_ai.user.message",
-                                                           "gen_ai.client.inference.operation.details", "x"])
-              | SCALARS, "timeUnixNano": SCALARS, "observedTimeUnixNano": SCALARS, "severityNumber": SCALARS,
-              "body": ANY_VALUE | SCALARS,
-              "attributes": st.lists(st.fixed_dictionaries({"key": st.text(max_size=10), "value": ANY_VALUE}),
-                                     max_size=3) | SCALARS})
-DOC = st.fixed_dictionaries({"resourceLogs": st.lists(st.fixed_dictionaries({"scopeLogs": st.lists(
-    st.fixed_dictionaries({"logRecords": st.lists(RECORD, max_size=4)}), max_size=2)}), max_size=2)}) | st.dictionaries(
-    st.text(max_size=5), SCALARS, max_size=3)
+    optional={
+        "spanId": HEX,
+        "eventName": st.sampled_from(
+            ["gen_ai.choice", "gen_ai.user.message", "gen_ai.client.inference.operation.details", "x"]
+        )
+        | SCALARS,
+        "timeUnixNano": SCALARS,
+        "observedTimeUnixNano": SCALARS,
+        "severityNumber": SCALARS,
+        "body": ANY_VALUE | SCALARS,
+        "attributes": st.lists(st.fixed_dictionaries({"key": st.text(max_size=10), "value": ANY_VALUE}), max_size=3)
+        | SCALARS,
+    },
+)
+DOC = st.fixed_dictionaries(
+    {
+        "resourceLogs": st.lists(
+            st.fixed_dictionaries(
+                {"scopeLogs": st.lists(st.fixed_dictionaries({"logRecords": st.lists(RECORD, max_size=4)}), max_size=2)}
+            ),
+            max_size=2,
+        )
+    }
+) | st.dictionaries(st.text(max_size=5), SCALARS, max_size=3)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(doc=DOC)
 def test_property_any_otlp_json_logs_document_gets_a_protocol_answer(server, tally, doc):
     body = json.dumps(doc).encode("utf-8", "surrogatepass")

@@ -44,11 +44,24 @@ def test_twice_capacity_for_a_minute(tmp_path):
     results = ctx.Queue()
     config = tmp_path / "luckrate.toml"
     config.write_text("retry_after = 1\n")  # a TOML-only key
-    with Server("--max-buffered-spans", str(MAX_BUFFERED), "--root-grace", str(ROOT_GRACE), "--idle-timeout", "2",
-                "--config", str(config)) as server:
-        procs = [ctx.Process(target=generate, args=(t, addr, request_rate / 2, SECONDS, TRACES_PER_REQUEST, seed,
-                                                     results), daemon=True)
-                 for seed, (t, addr) in enumerate((("grpc", server.grpc), ("http", server.http[len("http://"):])))]
+    with Server(
+        "--max-buffered-spans",
+        str(MAX_BUFFERED),
+        "--root-grace",
+        str(ROOT_GRACE),
+        "--idle-timeout",
+        "2",
+        "--config",
+        str(config),
+    ) as server:
+        procs = [
+            ctx.Process(
+                target=generate,
+                args=(t, addr, request_rate / 2, SECONDS, TRACES_PER_REQUEST, seed, results),
+                daemon=True,
+            )
+            for seed, (t, addr) in enumerate((("grpc", server.grpc), ("http", server.http[len("http://") :])))
+        ]
         for p in procs:
             p.start()
         rss, checks = [], 0

@@ -97,8 +97,7 @@ def send_http(server, tally, body: bytes, ctype: str, headers: dict | None = Non
     assert status in HTTP_OK, (status, resp[:300])
     tally.answers[f"http_{status}"] += 1
     if status == 200:
-        response = (ExportTraceServiceResponse.FromString(resp) if ctype == PROTOBUF
-                    else _json_response(resp))
+        response = ExportTraceServiceResponse.FromString(resp) if ctype == PROTOBUF else _json_response(resp)
         tally.decoded(body, ctype, response)
     return status
 
@@ -131,6 +130,7 @@ def checkpoint(server, tally) -> None:
 
 
 # ---- structured adversarial requests -------------------------------------------------------------
+
 
 def _tid(rng):
     return rng.randbytes(16)
@@ -186,8 +186,12 @@ def adversarial(rng: random.Random) -> list[tuple[str, ExportTraceServiceRequest
         ("duplicate span ids", request_with([raw_span(t, a), raw_span(t, a), raw_span(t, a, parent=b)])),
         ("parent cycle", request_with([raw_span(t, a, parent=b), raw_span(t, b, parent=c), raw_span(t, c, parent=a)])),
         ("self parent", request_with([raw_span(t, a, parent=a)])),
-        ("huge attribute", request_with([_with_attr(raw_span(t, a), "gen_ai.tool.call.arguments",
-                                                    AnyValue(string_value="x" * (4 * 2**20)))])),
+        (
+            "huge attribute",
+            request_with(
+                [_with_attr(raw_span(t, a), "gen_ai.tool.call.arguments", AnyValue(string_value="x" * (4 * 2**20)))]
+            ),
+        ),
         ("many attributes", request_with([raw_span(t, a, attrs=[(f"gen_ai.k{i}", "v" * 100) for i in range(20_000)])])),
         ("nested 50", _nested_request(t, a, 50)),
         ("nested 5000", _nested_request(t, a, 5000)),
@@ -211,7 +215,7 @@ def _mutations(body: bytes, rng: random.Random) -> list[tuple[str, bytes]]:
         ("truncated", body[: rng.randrange(1, len(body))]),
         ("bit flips", bytes(flipped)),
         ("random bytes", rng.randbytes(rng.randint(1, 2048))),
-        ("spliced", body[len(body) // 2:] + body[: len(body) // 2]),
+        ("spliced", body[len(body) // 2 :] + body[: len(body) // 2]),
     ]
 
 
@@ -280,10 +284,17 @@ def test_hundred_thousand_spans_in_one_trace(server, tally):
     rng = random.Random(3)
     t = _tid(rng)
     root = rng.randbytes(8)
-    spans = [raw_span(t, root, name="invoke_agent a", attrs=(("gen_ai.operation.name", "invoke_agent"),
-                                                             ("gen_ai.agent.name", "support-agent")))]
-    spans += [raw_span(t, (i + 1).to_bytes(8, "big"), parent=root, start=10**9 + i, end=10**9 + i + 1)
-              for i in range(100_000)]
+    spans = [
+        raw_span(
+            t,
+            root,
+            name="invoke_agent a",
+            attrs=(("gen_ai.operation.name", "invoke_agent"), ("gen_ai.agent.name", "support-agent")),
+        )
+    ]
+    spans += [
+        raw_span(t, (i + 1).to_bytes(8, "big"), parent=root, start=10**9 + i, end=10**9 + i + 1) for i in range(100_000)
+    ]
     req = request_with(spans)
     assert send_grpc(server, tally, req.SerializeToString()) is grpc.StatusCode.OK
     s = settled(server)
@@ -295,35 +306,90 @@ def test_hundred_thousand_spans_in_one_trace(server, tally):
 # ---- property-based: arbitrary OTLP/JSON documents --------------------------------------------------
 
 HEX = st.sampled_from(["", "zz", "0" * 32, "0" * 16, "f" * 31, "g" * 32, "AbCd" * 8, "01" * 8]) | st.binary(
-    min_size=0, max_size=20).map(bytes.hex)
-SCALARS = (st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=30)
-           | st.sampled_from(["\ud800", "1e999", "-1", "18446744073709551616"]))
+    min_size=0, max_size=20
+).map(bytes.hex)
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=30)
+    | st.sampled_from(["\ud800", "1e999", "-1", "18446744073709551616"])
+)
 ANY_VALUE = st.recursive(
-    st.fixed_dictionaries({}, optional={"stringValue": SCALARS, "intValue": SCALARS, "boolValue": SCALARS,
-                                        "doubleValue": SCALARS, "bytesValue": SCALARS}),
-    lambda inner: st.fixed_dictionaries({"arrayValue": st.fixed_dictionaries({"values": st.lists(inner, max_size=3)})})
-    | st.fixed_dictionaries({"kvlistValue": st.fixed_dictionaries({"values": st.lists(
-        st.fixed_dictionaries({"key": st.text(max_size=10), "value": inner}), max_size=3)})}),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "stringValue": SCALARS,
+            "intValue": SCALARS,
+            "boolValue": SCALARS,
+            "doubleValue": SCALARS,
+            "bytesValue": SCALARS,
+        },
+    ),
+    lambda inner: (
+        st.fixed_dictionaries({"arrayValue": st.fixed_dictionaries({"values": st.lists(inner, max_size=3)})})
+        | st.fixed_dictionaries(
+            {
+                "kvlistValue": st.fixed_dictionaries(
+                    {
+                        "values": st.lists(
+                            st.fixed_dictionaries({"key": st.text(max_size=10), "value": inner}), max_size=3
+                        )
+                    }
+                )
+            }
+        )
+    ),
     max_leaves=10,
 )
-ATTR = st.fixed_dictionaries({"key": st.sampled_from(["gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.agent.name",
-                                                      "gen_ai.tool.call.arguments", "openinference.span.kind",
-                                                      "luckrate.output_ok", "x"]) | st.text(max_size=10),
-                              "value": ANY_VALUE})
+ATTR = st.fixed_dictionaries(
+    {
+        "key": st.sampled_from(
+            [
+                "gen_ai.operation.name",
+                "gen_ai.tool.name",
+                "gen_ai.agent.name",
+                "gen_ai.tool.call.arguments",
+                "openinference.span.kind",
+                "luckrate.output_ok",
+                "x",
+            ]
+        )
+        | st.text(max_size=10),
+        "value": ANY_VALUE,
+    }
+)
 SPAN = st.fixed_dictionaries(
     {"traceId": HEX, "spanId": HEX},
-    optional={"parentSpanId": HEX, "name": SCALARS, "kind": SCALARS, "startTimeUnixNano": SCALARS,
-              "endTimeUnixNano": SCALARS, "attributes": st.lists(ATTR, max_size=4) | SCALARS,
-              "status": st.fixed_dictionaries({}, optional={"code": SCALARS, "message": SCALARS}),
-              "events": st.lists(st.fixed_dictionaries({"name": SCALARS, "attributes": st.lists(ATTR, max_size=2)}),
-                                 max_size=2)})
-DOC = st.fixed_dictionaries({"resourceSpans": st.lists(st.fixed_dictionaries({"scopeSpans": st.lists(
-    st.fixed_dictionaries({"spans": st.lists(SPAN, max_size=5)}), max_size=2)}), max_size=2)}) | st.dictionaries(
-    st.text(max_size=5), SCALARS, max_size=3)
+    optional={
+        "parentSpanId": HEX,
+        "name": SCALARS,
+        "kind": SCALARS,
+        "startTimeUnixNano": SCALARS,
+        "endTimeUnixNano": SCALARS,
+        "attributes": st.lists(ATTR, max_size=4) | SCALARS,
+        "status": st.fixed_dictionaries({}, optional={"code": SCALARS, "message": SCALARS}),
+        "events": st.lists(
+            st.fixed_dictionaries({"name": SCALARS, "attributes": st.lists(ATTR, max_size=2)}), max_size=2
+        ),
+    },
+)
+DOC = st.fixed_dictionaries(
+    {
+        "resourceSpans": st.lists(
+            st.fixed_dictionaries(
+                {"scopeSpans": st.lists(st.fixed_dictionaries({"spans": st.lists(SPAN, max_size=5)}), max_size=2)}
+            ),
+            max_size=2,
+        )
+    }
+) | st.dictionaries(st.text(max_size=5), SCALARS, max_size=3)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(doc=DOC)
 def test_property_any_otlp_json_gets_a_protocol_answer(server, tally, doc):
     body = json.dumps(doc).encode("utf-8", "surrogatepass")
@@ -337,8 +403,9 @@ def test_property_any_otlp_json_gets_a_protocol_answer(server, tally, doc):
     tally.answers["property_examples"] += 1
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(doc=DOC)
 def test_property_same_documents_as_protobuf_over_grpc(server, tally, doc):
     try:

@@ -28,8 +28,12 @@ def _https(server, body: bytes, pki, client: str | None = None) -> int:
     ctx = ssl.create_default_context(cafile=str(pki["ca"]))
     if client:
         ctx.load_cert_chain(*map(str, pki[client]))
-    req = urllib.request.Request(f"https://127.0.0.1:{server.ports['http']}/v1/traces", data=body, method="POST",
-                                 headers={"Content-Type": PROTOBUF})
+    req = urllib.request.Request(
+        f"https://127.0.0.1:{server.ports['http']}/v1/traces",
+        data=body,
+        method="POST",
+        headers={"Content-Type": PROTOBUF},
+    )
     with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
         return r.status
 
@@ -38,8 +42,9 @@ def _grpc_tls(server, body: bytes, pki, client: str | None = None) -> grpc.Statu
     key = cert = None
     if client:
         cert, key = (p.read_bytes() for p in pki[client])
-    creds = grpc.ssl_channel_credentials(root_certificates=pki["ca"].read_bytes(), private_key=key,
-                                         certificate_chain=cert)
+    creds = grpc.ssl_channel_credentials(
+        root_certificates=pki["ca"].read_bytes(), private_key=key, certificate_chain=cert
+    )
     with grpc.secure_channel(server.grpc, creds) as ch:
         try:
             ch.unary_unary(EXPORT)(body, timeout=10)
@@ -92,8 +97,9 @@ def test_tls_connection_over_the_cap_gets_a_503_over_tls(pki):
 def test_mutual_tls_lets_in_only_clients_the_ca_signed(pki):
     rng = random.Random(2)
     cert, key = pki["server"]
-    with Server("--root-grace", "0.2", "--tls-cert", str(cert), "--tls-key", str(key),
-                "--tls-client-ca", str(pki["ca"])) as server:
+    with Server(
+        "--root-grace", "0.2", "--tls-cert", str(cert), "--tls-key", str(key), "--tls-client-ca", str(pki["ca"])
+    ) as server:
         req = fresh_request(rng)
         body = req.SerializeToString()
         for client in (None, "rogue"):
@@ -116,8 +122,9 @@ def test_wrong_bearer_token_is_refused_and_nothing_is_graded(tmp_path):
         body = fresh_request(rng).SerializeToString()
         refused = 0
         for header in (None, "Bearer wrong", "Bearer s3cret-token-but-longer", "Basic s3cret-token", "s3cret-token"):
-            status, headers, _ = post(server.http + "/v1/traces", body, PROTOBUF,
-                                      {"Authorization": header} if header else {})
+            status, headers, _ = post(
+                server.http + "/v1/traces", body, PROTOBUF, {"Authorization": header} if header else {}
+            )
             assert status == 401 and headers["WWW-Authenticate"] == "Bearer"
             code, _ = _grpc_plain(server, body, (("authorization", header),) if header else None)
             assert code is grpc.StatusCode.UNAUTHENTICATED
@@ -126,8 +133,9 @@ def test_wrong_bearer_token_is_refused_and_nothing_is_graded(tmp_path):
         assert total(s, "luckrate_requests_refused_total", reason="unauthenticated") == refused
         assert total(s, "luckrate_spans_received_total") == 0
         good = fresh_request(rng)
-        status, _, _ = post(server.http + "/v1/traces", good.SerializeToString(), PROTOBUF,
-                            {"Authorization": "Bearer s3cret-token"})
+        status, _, _ = post(
+            server.http + "/v1/traces", good.SerializeToString(), PROTOBUF, {"Authorization": "Bearer s3cret-token"}
+        )
         assert status == 200
         s = settled(server)
         assert total(s, "luckrate_spans_received_total") == span_count(good)
@@ -153,8 +161,9 @@ def test_request_size_limits_refuse_without_retry():
         # so the client sees the 413, not a broken pipe. 16 MiB is past every socket buffer.
         status, headers, _ = post(server.http + "/v1/traces", b"\x00" * (16 * 1024 * 1024), PROTOBUF)
         assert status == 413 and headers["Retry-After"] is None
-        status, headers, _ = post(server.http + "/v1/traces", gzip.compress(b"\x00" * (limit * 50)), PROTOBUF,
-                                  {"Content-Encoding": "gzip"})
+        status, headers, _ = post(
+            server.http + "/v1/traces", gzip.compress(b"\x00" * (limit * 50)), PROTOBUF, {"Content-Encoding": "gzip"}
+        )
         assert status == 413 and headers["Retry-After"] is None
         code, trailers = _grpc_plain(server, b"\x0a" * (limit + 10))
         assert code is grpc.StatusCode.RESOURCE_EXHAUSTED
@@ -177,13 +186,30 @@ def _attacker_trace(rng: random.Random, n: int, huge: bool = False) -> list:
     spans, parent = [], b""
     for i in range(NAMES_PER_TRACE):
         agent_id = rng.randbytes(8)
-        agent = ("A" * 100_000 if huge and i == 0 else f"agent-{n}-{i}")
-        spans.append(raw_span(t, agent_id, parent, name=f"invoke_agent {n}-{i}", start=10**9 + i, end=10**10 - i,
-                              attrs=(("gen_ai.operation.name", "invoke_agent"), ("gen_ai.agent.name", agent))))
+        agent = "A" * 100_000 if huge and i == 0 else f"agent-{n}-{i}"
+        spans.append(
+            raw_span(
+                t,
+                agent_id,
+                parent,
+                name=f"invoke_agent {n}-{i}",
+                start=10**9 + i,
+                end=10**10 - i,
+                attrs=(("gen_ai.operation.name", "invoke_agent"), ("gen_ai.agent.name", agent)),
+            )
+        )
         tool = "T" * 100_000 if huge else f"tool-{n}-{i}"
-        spans.append(raw_span(t, rng.randbytes(8), agent_id, name=f"execute_tool {n}-{i}", start=10**9 + 2 * i,
-                              end=10**9 + 2 * i + 1, attrs=(("gen_ai.operation.name", "execute_tool"),
-                                                            ("gen_ai.tool.name", tool))))
+        spans.append(
+            raw_span(
+                t,
+                rng.randbytes(8),
+                agent_id,
+                name=f"execute_tool {n}-{i}",
+                start=10**9 + 2 * i,
+                end=10**9 + 2 * i + 1,
+                attrs=(("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.name", tool)),
+            )
+        )
         parent = agent_id
     return spans
 
@@ -222,8 +248,11 @@ def test_cardinality_stays_bounded_under_100k_attacker_names(tmp_path):
             late = len(_series(r.read().decode()))
     agents = _label_values(s, "agent")
     tools = _label_values(s, "tool") | _label_values(s, "privileged_tool") | _label_values(s, "source_tool")
-    spec_tools = set(load_specs(ROOT / "examples" / "spec.py")["*"].tools) if "*" in load_specs(
-        ROOT / "examples" / "spec.py") else set(next(iter(load_specs(ROOT / "examples" / "spec.py").values())).tools)
+    spec_tools = (
+        set(load_specs(ROOT / "examples" / "spec.py")["*"].tools)
+        if "*" in load_specs(ROOT / "examples" / "spec.py")
+        else set(next(iter(load_specs(ROOT / "examples" / "spec.py").values())).tools)
+    )
     assert len(agents) <= 21 and "other" in agents  # the first max_agents (20) names, then "other"
     assert tools <= spec_tools | {"other"}
     assert late == early, "series grew with attacker names"
@@ -257,15 +286,27 @@ def _strings(value):
 
 # ---- specs: JSON never executes ---------------------------------------------------------------------
 
+
 def test_json_specs_never_execute_anything(tmp_path):
     marker = tmp_path / "pwned"
     code = f"__import__('pathlib').Path({str(marker)!r}).write_text('x')"
     python_in_json = tmp_path / "spec.json"
     python_in_json.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('x')\nSPEC = {{}}\n")
     strings_everywhere = tmp_path / "strings.json"
-    strings_everywhere.write_text(json.dumps({"SPEC": {"tools": [code, "lookup_order"], "required": [code],
-                                                       "forbidden": [code], "before": [[code, code]],
-                                                       code: code, "max_steps": code}}))
+    strings_everywhere.write_text(
+        json.dumps(
+            {
+                "SPEC": {
+                    "tools": [code, "lookup_order"],
+                    "required": [code],
+                    "forbidden": [code],
+                    "before": [[code, code]],
+                    code: code,
+                    "max_steps": code,
+                }
+            }
+        )
+    )
     deep = tmp_path / "deep.json"
     deep.write_text('{"SPEC": ' + "[" * 100_000 + "]" * 100_000 + "}")
     for path in (python_in_json, strings_everywhere, deep):
@@ -277,9 +318,26 @@ def test_json_specs_never_execute_anything(tmp_path):
     assert code in next(iter(load_specs(plain).values())).tools
     # And through the service: a bad JSON spec stops it at start (exit 2), nothing runs.
     for path in (python_in_json, deep):
-        done = subprocess.run([sys.executable, "-m", "luckrate.service", "--spec", str(path), "--grpc", "off",
-                               "--http", "off", "--prometheus", "off"], capture_output=True, text=True, timeout=60,
-                              cwd=ROOT, env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "luckrate.service",
+                "--spec",
+                str(path),
+                "--grpc",
+                "off",
+                "--http",
+                "off",
+                "--prometheus",
+                "off",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+            env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+        )
         assert done.returncode == 2, done.stderr[-2000:]
         assert "Traceback" not in done.stderr
     assert not marker.exists()

@@ -28,8 +28,9 @@ from tests.reliability.harness import fresh_request, identity, report, settled, 
 from tests.service.harness import SPEC, Server, post, total, wait_until
 
 PROTO = "application/x-protobuf"
-LOGS_CAPTURE = (Path(__file__).resolve().parents[1] / "testdata" / "openai-v2"
-                / "clean.latest.event_only.openai-v2.logs.otlp")
+LOGS_CAPTURE = (
+    Path(__file__).resolve().parents[1] / "testdata" / "openai-v2" / "clean.latest.event_only.openai-v2.logs.otlp"
+)
 """GenAI events recorded by the real contrib OpenAI instrumentation."""
 
 
@@ -47,7 +48,7 @@ def _split(rng: random.Random) -> tuple[ExportTraceServiceRequest, ExportTraceSe
     whole = fresh_request(rng, traces=1)
     spans = [(rs, ss, s) for rs in whole.resource_spans for ss in rs.scope_spans for s in ss.spans]
     children = [t for t in spans if t[2].parent_span_id]
-    first = {id(t[2]) for t in children[:max(1, len(children) // 2)]}
+    first = {id(t[2]) for t in children[: max(1, len(children) // 2)]}
     parts = (ExportTraceServiceRequest(), ExportTraceServiceRequest())
     for rs, ss, span in spans:
         out = parts[0 if id(span) in first else 1].resource_spans.add()
@@ -120,8 +121,19 @@ def _lines(path: Path) -> list[dict]:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_kill_9_under_load_then_restart_grades_every_acknowledged_span_once(tmp_path, workers):
     wal, verdicts = tmp_path / "wal", tmp_path / "verdicts.jsonl"
-    flags = ("--wal", str(wal), "--verdict-log", str(verdicts), "--verdict-log-all", "--workers", str(workers),
-             "--root-grace", "0.3", "--idle-timeout", "300")
+    flags = (
+        "--wal",
+        str(wal),
+        "--verdict-log",
+        str(verdicts),
+        "--verdict-log-all",
+        "--workers",
+        str(workers),
+        "--root-grace",
+        "0.3",
+        "--idle-timeout",
+        "300",
+    )
     with Server(*flags) as first:
         load = Load(first, seed=workers)
         try:
@@ -136,7 +148,7 @@ def test_kill_9_under_load_then_restart_grades_every_acknowledged_span_once(tmp_
 
     with Server(*flags) as second:
         replayed = total(second.scrape(), "luckrate_spans_replayed_total")
-        for tid, rest in load.rest.items():  # the held traces' second halves, roots included
+        for rest in load.rest.values():  # the held traces' second halves, roots included
             assert post(second.http + "/v1/traces", rest.SerializeToString(), PROTO)[0] == 200
         s = second.wait_metric("luckrate_traces_active", 0)
         s = settled(second)
@@ -236,8 +248,9 @@ def test_a_full_log_refuses_with_the_retryable_code_counts_it_and_recovers(tmp_p
             req.resource_spans.extend(_split(rng)[0].resource_spans)
         return req
 
-    with Server("--wal", str(wal), "--wal-max-bytes", "200000", "--idle-timeout", "1", "--root-grace", "300",
-                "--workers", "1") as server:
+    with Server(
+        "--wal", str(wal), "--wal-max-bytes", "200000", "--idle-timeout", "1", "--root-grace", "300", "--workers", "1"
+    ) as server:
         statuses, refused_spans = [], 0
         for _ in range(2000):
             req = held()
@@ -266,31 +279,42 @@ def test_a_full_log_refuses_with_the_retryable_code_counts_it_and_recovers(tmp_p
         assert post(server.http + "/v1/logs", logs.SerializeToString(), PROTO)[0] == 200
         with grpc.insecure_channel(server.grpc) as channel:
             channel.unary_unary("/opentelemetry.proto.collector.logs.v1.LogsService/Export")(
-                logs.SerializeToString(), timeout=10)
+                logs.SerializeToString(), timeout=10
+            )
         s = server.scrape()
         assert total(s, "luckrate_log_records_accepted_total") == 2 * records
         assert total(s, "luckrate_log_requests_refused_total") == 0
         assert total(s, "luckrate_requests_refused_total", reason="wal_full") == 2
         # The held traces are graded after 1 s idle; their segments go, and requests are taken again.
-        wait_until(lambda: post(server.http + "/v1/traces", held().SerializeToString(), PROTO)[0] == 200,
-                   "the log to take requests again")
+        wait_until(
+            lambda: post(server.http + "/v1/traces", held().SerializeToString(), PROTO)[0] == 200,
+            "the log to take requests again",
+        )
         identity(settled(server))
         # The records' traces never sent a span (their spans were other requests' trace ids): dropped, counted.
-        wait_until(lambda: total(server.scrape(), "luckrate_log_records_dropped_total") == 2 * records,
-                   "the log records to be dropped as no_spans")
+        wait_until(
+            lambda: total(server.scrape(), "luckrate_log_records_dropped_total") == 2 * records,
+            "the log records to be dropped as no_spans",
+        )
         s = server.scrape()
-        assert total(s, "luckrate_log_records_received_total") == (total(s, "luckrate_log_records_accepted_total")
-                                                                   + total(s, "luckrate_log_records_rejected_total"))
+        assert total(s, "luckrate_log_records_received_total") == (
+            total(s, "luckrate_log_records_accepted_total") + total(s, "luckrate_log_records_rejected_total")
+        )
         server.proc.send_signal(signal.SIGTERM)
         assert server.terminate() == 0
     report("wal_full_accepted_requests_before_refusal", len(statuses) - 1)
 
 
-@pytest.mark.parametrize("make, problem", [
-    (lambda d: (d.parent.mkdir(parents=True), d.parent.joinpath("x").write_text(""), d.parent / "x" / "wal")[-1],
-     "Not a directory"),  # as root (these tests' container) a mode without write permission is no obstacle
-    (lambda d: d, "in use by another luckrate process"),
-])
+@pytest.mark.parametrize(
+    "make, problem",
+    [
+        (
+            lambda d: (d.parent.mkdir(parents=True), d.parent.joinpath("x").write_text(""), d.parent / "x" / "wal")[-1],
+            "Not a directory",
+        ),  # as root (these tests' container) a mode without write permission is no obstacle
+        (lambda d: d, "in use by another luckrate process"),
+    ],
+)
 def test_an_unusable_log_directory_stops_the_start_with_a_clear_error(tmp_path, make, problem):
     import subprocess
     import sys
@@ -302,10 +326,28 @@ def test_an_unusable_log_directory_stops_the_start_with_a_clear_error(tmp_path, 
     if "in use" in problem:
         holder = Server("--wal", str(target), "--workers", "1")
     try:
-        proc = subprocess.run([sys.executable, "-m", "luckrate.service", "--spec", str(SPEC), "--grpc", "127.0.0.1:0",
-                               "--http", "127.0.0.1:0", "--prometheus", "off", "--wal", str(target)],
-                              capture_output=True, text=True, timeout=60, cwd=ROOT,
-                              env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "luckrate.service",
+                "--spec",
+                str(SPEC),
+                "--grpc",
+                "127.0.0.1:0",
+                "--http",
+                "127.0.0.1:0",
+                "--prometheus",
+                "off",
+                "--wal",
+                str(target),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        )
     finally:
         if holder is not None:
             holder.proc.send_signal(signal.SIGTERM)
@@ -323,8 +365,19 @@ def test_a_grading_process_killed_under_load_has_its_traces_replayed_into_its_su
     from tests.service.test_workers import two_workers
 
     verdicts = tmp_path / "verdicts.jsonl"
-    with Server("--wal", str(tmp_path / "wal"), "--verdict-log", str(verdicts), "--verdict-log-all",
-                "--workers", "2", "--root-grace", "0.3", "--idle-timeout", "300") as server:
+    with Server(
+        "--wal",
+        str(tmp_path / "wal"),
+        "--verdict-log",
+        str(verdicts),
+        "--verdict-log-all",
+        "--workers",
+        "2",
+        "--root-grace",
+        "0.3",
+        "--idle-timeout",
+        "300",
+    ) as server:
         before = wait_until(lambda: two_workers(server), "2 worker processes")
         load = Load(server, seed=11)
         try:

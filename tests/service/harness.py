@@ -116,11 +116,22 @@ class Server:
     """``python -m luckrate.service`` on free loopback ports (port 0, read back from its start line)."""
 
     def __init__(self, *flags: str, spec: Path = SPEC):
-        cmd = [sys.executable, "-m", "luckrate.service", "--spec", str(spec), "--grpc", "127.0.0.1:0",
-               "--http", "127.0.0.1:0", "--prometheus", "127.0.0.1:0", *flags]
+        cmd = [
+            sys.executable,
+            "-m",
+            "luckrate.service",
+            "--spec",
+            str(spec),
+            "--grpc",
+            "127.0.0.1:0",
+            "--http",
+            "127.0.0.1:0",
+            "--prometheus",
+            "127.0.0.1:0",
+            *flags,
+        ]
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                                     cwd=ROOT)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
         self._lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
         self.stderr: list[str] = []
@@ -161,16 +172,20 @@ class Server:
 
     def wait_metric(self, name: str, value: float, **labels: str) -> dict:
         """Poll /metrics until ``total(name, labels) == value``; returns that scrape."""
+
         def reached():
             s = self.scrape()
             return s if total(s, name, **labels) == value else None
+
         return wait_until(reached, f"{name}{labels} == {value}")
 
     def wait_metric_at_least(self, name: str, value: float, **labels: str) -> dict:
         """Poll /metrics until ``total(name, labels) >= value``; returns that scrape."""
+
         def reached():
             s = self.scrape()
             return s if total(s, name, **labels) >= value else None
+
         return wait_until(reached, f"{name}{labels} >= {value}")
 
     def terminate(self, timeout: float = DEADLINE) -> int:
@@ -253,8 +268,9 @@ def post(url: str, body: bytes, content_type: str, headers: dict | None = None):
     """POST and return (status, headers, body) without raising on HTTP errors."""
     import urllib.error
 
-    req = urllib.request.Request(url, data=body, method="POST",
-                                 headers={"Content-Type": content_type, **(headers or {})})
+    req = urllib.request.Request(
+        url, data=body, method="POST", headers={"Content-Type": content_type, **(headers or {})}
+    )
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             return r.status, r.headers, r.read()
@@ -266,5 +282,9 @@ def config(**over) -> ServiceConfig:
     # One process: these tests are about what the receivers answer; grading processes (the default on a
     # multi-core machine) are exercised by every test that starts `luckrate serve`, and by test_workers.py.
     loop = Endpoint("127.0.0.1", 0)
-    return replace(ServiceConfig(spec=str(SPEC), grpc=loop, http=loop, prometheus=loop, root_grace=0.05,
-                                 max_request_bytes=LIMIT, workers=1), **over)
+    return replace(
+        ServiceConfig(
+            spec=str(SPEC), grpc=loop, http=loop, prometheus=loop, root_grace=0.05, max_request_bytes=LIMIT, workers=1
+        ),
+        **over,
+    )

@@ -26,9 +26,17 @@ class Clock:
 
 
 def span(trace: int, sid: int, parent: int | None = None, name: str = "s") -> SpanRecord:
-    return SpanRecord.build(trace_id=trace.to_bytes(16, "big"), span_id=sid.to_bytes(8, "big"),
-                            parent_id=b"" if parent is None else parent.to_bytes(8, "big"), name=name, kind=1,
-                            start_ns=sid, end_ns=sid + 1, status_code=0, status_message="")
+    return SpanRecord.build(
+        trace_id=trace.to_bytes(16, "big"),
+        span_id=sid.to_bytes(8, "big"),
+        parent_id=b"" if parent is None else parent.to_bytes(8, "big"),
+        name=name,
+        kind=1,
+        start_ns=sid,
+        end_ns=sid + 1,
+        status_code=0,
+        status_message="",
+    )
 
 
 class Rig:
@@ -39,8 +47,9 @@ class Rig:
         self.out: list[CompletedTrace] = []
         self.counts: Counter = Counter()
         self.released = 0
-        self.asm = Assembler(self.out.append, limits=Limits(**limits), clock=self.clock,
-                             count=self._count, release=self._release)
+        self.asm = Assembler(
+            self.out.append, limits=Limits(**limits), clock=self.clock, count=self._count, release=self._release
+        )
 
     def _count(self, name, value=1, **attrs):
         self.counts[(name, tuple(sorted(attrs.items())))] += value
@@ -178,7 +187,7 @@ def test_duplicates_are_found_in_small_and_large_traces(n):
     rig = Rig(**{**LIMITS, "max_spans_per_trace": 1000})
     spans = [span(3, 1)] + [span(3, i, parent=1) for i in range(2, n + 1)]
     rig.asm.add(spans[: n // 2])
-    rig.asm.add(spans[n // 2:] + spans[:2] + spans[-1:])  # the rest, then resends of the first two and the last
+    rig.asm.add(spans[n // 2 :] + spans[:2] + spans[-1:])  # the rest, then resends of the first two and the last
     rig.asm.add(spans[1:3])
     rig.asm.drain()
     assert sorted(s.span_id for s in rig.out[0].spans) == sorted(s.span_id for s in spans)

@@ -24,9 +24,12 @@ BAD = [
     ({"http": "127.0.0.1:70000"}, "1 problem in config t\n  http: '127.0.0.1:70000': port must be 0-65535"),
     ({"max_buffered_spans": 1.5}, "1 problem in config t\n  max_buffered_spans: expected a positive integer, got 1.5"),
     ({"root_grase": 1}, "1 problem in config t\n  root_grase: unknown key (did you mean 'root_grace'?)"),
-    ({"idle_timeout": True, "spec": ""}, "2 problems in config t\n"
-     "  idle_timeout: expected a positive number of seconds, got True\n"
-     "  spec: expected a non-empty string, got ''"),
+    (
+        {"idle_timeout": True, "spec": ""},
+        "2 problems in config t\n"
+        "  idle_timeout: expected a positive number of seconds, got True\n"
+        "  spec: expected a non-empty string, got ''",
+    ),
 ]
 
 
@@ -81,8 +84,9 @@ def test_bad_toml_is_reported_with_the_file(tmp_path):
 
 
 def test_finalize_cross_checks(tmp_path):
-    cfg = ServiceConfig(spec=str(tmp_path / "missing.py"), tls_cert="c.pem", grpc=None, http=None,
-                        otlp_metrics="collector:4318")
+    cfg = ServiceConfig(
+        spec=str(tmp_path / "missing.py"), tls_cert="c.pem", grpc=None, http=None, otlp_metrics="collector:4318"
+    )
     with pytest.raises(InvalidConfig) as e:
         finalize(cfg, "x.toml", env={})
     assert [k for k, _ in e.value.problems] == ["spec", "tls_key", "tls_cert", "otlp_metrics", "grpc"]

@@ -27,8 +27,18 @@ from tests.service.harness import (
     total,
 )
 
-KINDS = ["tainted", "clean", "tainted", "forbidden", "ungrounded", "tainted", "user_supplied", "failing",
-         "unjudged", "clean"]
+KINDS = [
+    "tainted",
+    "clean",
+    "tainted",
+    "forbidden",
+    "ungrounded",
+    "tainted",
+    "user_supplied",
+    "failing",
+    "unjudged",
+    "clean",
+]
 
 
 def runs(kinds, agent="support-agent", offset=0):
@@ -48,11 +58,17 @@ def identity(s: dict) -> None:
     received = total(s, "luckrate_spans_received_total")
     accepted = total(s, "luckrate_spans_accepted_total")
     assert received == accepted + total(s, "luckrate_spans_rejected_total")
-    assert accepted == (total(s, "luckrate_spans_assembled_total") + total(s, "luckrate_spans_duplicate_total")
-                        + total(s, "luckrate_spans_late_total") + total(s, "luckrate_spans_lost_total"))
+    assert accepted == (
+        total(s, "luckrate_spans_assembled_total")
+        + total(s, "luckrate_spans_duplicate_total")
+        + total(s, "luckrate_spans_late_total")
+        + total(s, "luckrate_spans_lost_total")
+    )
     assert total(s, "luckrate_traces_completed_total") == (
-        total(s, "luckrate_runs_total") + total(s, "luckrate_traces_ungraded_total")
-        + total(s, "luckrate_grade_errors_total"))
+        total(s, "luckrate_runs_total")
+        + total(s, "luckrate_traces_ungraded_total")
+        + total(s, "luckrate_grade_errors_total")
+    )
 
 
 def test_verdicts_over_grpc_http_and_json_match_the_core(tmp_path):
@@ -79,8 +95,10 @@ def test_verdicts_over_grpc_http_and_json_match_the_core(tmp_path):
         assert total(s, "luckrate_taint_total") == 3
         assert total(s, "luckrate_taint_total", privileged_tool="send_email", source_tool="fetch_webpage") == 3
         for (output, path), n in expected_runs.items():
-            assert total(s, "luckrate_runs_total", output=output, path=path, spec="spec",
-                         agent="support-agent") == n, (output, path)
+            assert total(s, "luckrate_runs_total", output=output, path=path, spec="spec", agent="support-agent") == n, (
+                output,
+                path,
+            )
         assert total(s, "luckrate_runs_total") == 10
         assert total(s, "luckrate_spans_received_total") == len(spans)
         assert total(s, "luckrate_spans_assembled_total") == len(spans)  # nothing late, nothing duplicated
@@ -101,8 +119,18 @@ def test_full_buffer_pushes_back_and_every_span_is_accounted_for():
     n = len(a)
     sink = MetricsSink()
     try:
-        with Server("--root-grace", "300", "--idle-timeout", "300", "--max-buffered-spans", str(2 * n + 1),
-                    "--otlp-metrics", sink.url, "--otlp-metrics-interval", "3600") as server:
+        with Server(
+            "--root-grace",
+            "300",
+            "--idle-timeout",
+            "300",
+            "--max-buffered-spans",
+            str(2 * n + 1),
+            "--otlp-metrics",
+            sink.url,
+            "--otlp-metrics-interval",
+            "3600",
+        ) as server:
             url = server.http + "/v1/traces"
             proto = "application/x-protobuf"
             assert post(url, request_of(a).SerializeToString(), proto)[0] == 200
@@ -151,8 +179,18 @@ def test_sigterm_grades_every_buffered_trace_and_exports_before_exit(tmp_path):
     sink = MetricsSink()
     log = tmp_path / "v.jsonl"
     try:
-        with Server("--root-grace", "300", "--idle-timeout", "300", "--otlp-metrics", sink.url,
-                    "--otlp-metrics-interval", "3600", "--verdict-log", str(log)) as server:
+        with Server(
+            "--root-grace",
+            "300",
+            "--idle-timeout",
+            "300",
+            "--otlp-metrics",
+            sink.url,
+            "--otlp-metrics-interval",
+            "3600",
+            "--verdict-log",
+            str(log),
+        ) as server:
             exporter = GrpcSpanExporter(endpoint=server.grpc, insecure=True)
             assert exporter.export(spans) is SpanExportResult.SUCCESS
             server.wait_metric("luckrate_spans_accepted_total", len(spans))
@@ -176,8 +214,13 @@ def test_bad_config_fails_at_start_naming_each_key(tmp_path):
 
     conf = tmp_path / "luckrate.toml"
     conf.write_text('root_grase = 1\nhttp = "nowhere"\n')
-    done = subprocess.run([sys.executable, "-m", "luckrate.service", "--spec", str(SPEC), "--config", str(conf)],
-                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "luckrate.service", "--spec", str(SPEC), "--config", str(conf)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-3:] == [
         f"luckrate serve: 2 problems in config {conf}",

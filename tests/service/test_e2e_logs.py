@@ -18,8 +18,14 @@ from tests.service.test_e2e import identity
 
 DATA = Path(__file__).resolve().parents[1] / "testdata" / "openai-v2"
 NAMES = ("clean", "forbidden", "injected", "user_supplied")
-MODES = ("legacy", "legacy.nocontent", "latest.span_only", "latest.event_only", "latest.span_and_event",
-         "latest.nocontent")
+MODES = (
+    "legacy",
+    "legacy.nocontent",
+    "latest.span_only",
+    "latest.event_only",
+    "latest.span_and_event",
+    "latest.nocontent",
+)
 CONTENT = ("legacy", "latest.span_only", "latest.event_only", "latest.span_and_event")
 """Modes whose captures hold arguments and results (provenance can be traced)."""
 STEPS = (*CONTENT, "legacy.nocontent")

@@ -43,8 +43,9 @@ class LogsSink:
                 if ok:
                     request = ExportLogsServiceRequest.FromString(body)
                     with sink._lock:
-                        sink.records += [r for rl in request.resource_logs for sl in rl.scope_logs
-                                         for r in sl.log_records]
+                        sink.records += [
+                            r for rl in request.resource_logs for sl in rl.scope_logs for r in sl.log_records
+                        ]
                 reply = ExportLogsServiceResponse().SerializeToString()
                 self.send_response(200 if ok else 400)
                 self.send_header("Content-Type", "application/x-protobuf")
@@ -75,9 +76,13 @@ def expected_records(spans) -> dict[str, dict]:
         g = grade(traj, spec_for(specs, traj.agent))
         if g.violations:
             out[f"{root.context.trace_id:032x}"] = {
-                "span_id": f"{root.context.span_id:016x}", "luckrate.agent": traj.agent, "luckrate.lucky": g.lucky,
-                "luckrate.output": g.output, "luckrate.checks": sorted({v.check for v in g.violations}),
-                "lines": len(g.violations)}
+                "span_id": f"{root.context.span_id:016x}",
+                "luckrate.agent": traj.agent,
+                "luckrate.lucky": g.lucky,
+                "luckrate.output": g.output,
+                "luckrate.checks": sorted({v.check for v in g.violations}),
+                "lines": len(g.violations),
+            }
     return out
 
 
@@ -115,8 +120,11 @@ def test_one_record_per_trace_with_violations_on_its_root_span(tmp_path):
             assert rec.span_id.hex() == want["span_id"]
             assert (attrs["gen_ai.evaluation.name"], attrs["gen_ai.evaluation.score.label"]) == ("luckrate.path", "bad")
             assert {k: attrs[k] for k in ("luckrate.agent", "luckrate.lucky", "luckrate.output", "luckrate.spec")} == {
-                "luckrate.agent": want["luckrate.agent"], "luckrate.lucky": want["luckrate.lucky"],
-                "luckrate.output": want["luckrate.output"], "luckrate.spec": "spec"}
+                "luckrate.agent": want["luckrate.agent"],
+                "luckrate.lucky": want["luckrate.lucky"],
+                "luckrate.output": want["luckrate.output"],
+                "luckrate.spec": "spec",
+            }
             assert sorted(attrs["luckrate.checks"]) == want["luckrate.checks"]
             assert len(attrs["gen_ai.evaluation.explanation"].splitlines()) == want["lines"]
     finally:
@@ -139,11 +147,13 @@ def test_logs_endpoint_down_costs_no_verdict_and_no_metric(tmp_path):
         assert total(s, "luckrate_taint_total") == expected_taint
         identity(s)
         assert len(log.read_text().splitlines()) == len(expected)  # every verdict with violations is logged
+
         # The SDK exporter retries a refused connection with backoff for up to its 10 s timeout, then gives
         # up on the batch: every record is counted as dropped, none silently lost.
         def all_counted():
             s = server.scrape()
             return s if total(s, "luckrate_verdict_events_dropped_total") == len(expected) else None
+
         s = wait_until(all_counted, "every verdict event counted as dropped", timeout=60)
         assert total(s, "luckrate_verdict_events_dropped_total", reason="export_failed") == len(expected)
         assert server.terminate() == 0

@@ -78,8 +78,15 @@ def test_plain_text_is_the_default_and_has_no_exemplars(tele):
     run(t, "injected", TRACE_A)
     text = reader.render()
     assert " # {" not in text and "# EOF" not in text
-    assert samples(text)[("luckrate_taint_total", (("agent", "support"), ("privileged_tool", "send_email"),
-                                                   ("source_tool", "fetch_webpage")))] == 1
+    assert (
+        samples(text)[
+            (
+                "luckrate_taint_total",
+                (("agent", "support"), ("privileged_tool", "send_email"), ("source_tool", "fetch_webpage")),
+            )
+        ]
+        == 1
+    )
 
 
 def test_openmetrics_keeps_every_family_and_value(tele):
@@ -90,8 +97,11 @@ def test_openmetrics_keeps_every_family_and_value(tele):
     plain = samples(reader.render())
     text = reader.render(openmetrics=True)
     assert text.endswith("# EOF\n")
-    om = {(s.name, tuple(sorted(s.labels.items()))): s.value
-          for family in openmetrics_families(text) for s in family.samples}
+    om = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in openmetrics_families(text)
+        for s in family.samples
+    }
     assert om == plain
 
 
@@ -107,17 +117,23 @@ def test_latest_reservoir_ignores_measurements_without_a_span():
     assert (e.trace_id, e.span_id, e.time_unix_nano) == (int(TRACE_A.hex(), 16), int(SPAN.hex(), 16), 10)
 
 
-@pytest.mark.parametrize("accept, openmetrics", [
-    (None, False),
-    ("text/plain;version=0.0.4", False),
-    ("*/*", False),
-    # What Prometheus 2.x sends.
-    ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
-     "text/plain;version=0.0.4;q=0.5,*/*;q=0.1", True),
-    ("text/plain;q=0.9, application/openmetrics-text; version=1.0.0; q=0.5", True),
-    ("application/openmetrics-text;q=0", False),
-    ("application/openmetrics-text;q=bogus", False),
-])
+@pytest.mark.parametrize(
+    "accept, openmetrics",
+    [
+        (None, False),
+        ("text/plain;version=0.0.4", False),
+        ("*/*", False),
+        # What Prometheus 2.x sends.
+        (
+            "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+            "text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+            True,
+        ),
+        ("text/plain;q=0.9, application/openmetrics-text; version=1.0.0; q=0.5", True),
+        ("application/openmetrics-text;q=0", False),
+        ("application/openmetrics-text;q=bogus", False),
+    ],
+)
 def test_accept_negotiation(accept, openmetrics):
     assert wants_openmetrics(accept) is openmetrics
 
@@ -144,18 +160,35 @@ def records(*spans: tuple[str, str, int]):
     """SpanRecords (span id hex, parent id hex, start) of one trace."""
     from luckrate.adapters.otlp import SpanRecord
 
-    return tuple(SpanRecord.build(trace_id=TRACE_A, span_id=bytes.fromhex(s), parent_id=bytes.fromhex(p), name="x",
-                                  kind=1, start_ns=start, end_ns=start + 1, status_code=0, status_message="") for s, p, start in spans)
+    return tuple(
+        SpanRecord.build(
+            trace_id=TRACE_A,
+            span_id=bytes.fromhex(s),
+            parent_id=bytes.fromhex(p),
+            name="x",
+            kind=1,
+            start_ns=start,
+            end_ns=start + 1,
+            status_code=0,
+            status_message="",
+        )
+        for s, p, start in spans
+    )
 
 
-@pytest.mark.parametrize("spans, root", [
-    ((("0000000000000002", "0000000000000001", 5), ("0000000000000001", "", 9)), "0000000000000001"),
-    # No root arrived: the earliest span whose parent is missing.
-    ((("0000000000000003", "0000000000000002", 5), ("0000000000000002", "0000000000000009", 7)),
-     "0000000000000002"),
-    # Two parentless spans: the earliest.
-    ((("0000000000000004", "", 8), ("0000000000000005", "", 3)), "0000000000000005"),
-    ((), ""),
-])
+@pytest.mark.parametrize(
+    "spans, root",
+    [
+        ((("0000000000000002", "0000000000000001", 5), ("0000000000000001", "", 9)), "0000000000000001"),
+        # No root arrived: the earliest span whose parent is missing.
+        (
+            (("0000000000000003", "0000000000000002", 5), ("0000000000000002", "0000000000000009", 7)),
+            "0000000000000002",
+        ),
+        # Two parentless spans: the earliest.
+        ((("0000000000000004", "", 8), ("0000000000000005", "", 3)), "0000000000000005"),
+        ((), ""),
+    ],
+)
 def test_root_span_id(spans, root):
     assert CompletedTrace(TRACE_A, records(*spans), "root_ended", 0.0).root_span_id.hex() == root

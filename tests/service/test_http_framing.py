@@ -26,7 +26,7 @@ def chunked(body: bytes, sizes=(7, 100, 1000), ext: bytes = b"", trailers: bytes
     out, i, k = bytearray(), 0, 0
     while i < len(body):
         n = sizes[min(k, len(sizes) - 1)]
-        piece = body[i:i + n]
+        piece = body[i : i + n]
         out += b"%x%s\r\n%s\r\n" % (len(piece), ext, piece)
         i, k = i + n, k + 1
     return bytes(out) + b"0" + ext + b"\r\n" + trailers + b"\r\n"
@@ -102,15 +102,24 @@ def test_chunked_gzip_body(service, spans):
 
 REFUSED = [
     # (case, head fields, body, status, reason): each answered, counted, and the connection then closed
-    ("Transfer-Encoding and Content-Length", ("Transfer-Encoding: chunked", "Content-Length: 5"),
-     b"0\r\n\r\n", 400, "undecodable"),
-    ("Content-Length then Transfer-Encoding", ("Content-Length: 5", "Transfer-Encoding: chunked"),
-     b"0\r\n\r\n", 400, "undecodable"),
+    (
+        "Transfer-Encoding and Content-Length",
+        ("Transfer-Encoding: chunked", "Content-Length: 5"),
+        b"0\r\n\r\n",
+        400,
+        "undecodable",
+    ),
+    (
+        "Content-Length then Transfer-Encoding",
+        ("Content-Length: 5", "Transfer-Encoding: chunked"),
+        b"0\r\n\r\n",
+        400,
+        "undecodable",
+    ),
     ("gzip transfer coding", ("Transfer-Encoding: gzip, chunked",), b"0\r\n\r\n", 501, "undecodable"),
     ("chunked not last", ("Transfer-Encoding: chunked, gzip",), b"0\r\n\r\n", 400, "undecodable"),
     ("identity", ("Transfer-Encoding: identity",), b"", 400, "undecodable"),
-    ("chunked twice", ("Transfer-Encoding: chunked", "Transfer-Encoding: chunked"), b"0\r\n\r\n", 400,
-     "undecodable"),
+    ("chunked twice", ("Transfer-Encoding: chunked", "Transfer-Encoding: chunked"), b"0\r\n\r\n", 400, "undecodable"),
     ("two Content-Lengths", ("Content-Length: 1", "Content-Length: 1"), b"\x00", 400, "undecodable"),
     ("Content-Length list", ("Content-Length: 1, 1",), b"\x00", 400, "undecodable"),
     ("negative Content-Length", ("Content-Length: -1",), b"", 400, "undecodable"),
@@ -120,22 +129,46 @@ REFUSED = [
     ("size with sign", ("Transfer-Encoding: chunked",), b"+5\r\nhello\r\n0\r\n\r\n", 400, "undecodable"),
     ("space before size", ("Transfer-Encoding: chunked",), b" 5\r\nhello\r\n0\r\n\r\n", 400, "undecodable"),
     ("bare LF after size", ("Transfer-Encoding: chunked",), b"5\nhello\r\n0\r\n\r\n", 400, "undecodable"),
-    ("data longer than its size", ("Transfer-Encoding: chunked",), b"3\r\nhello\r\n0\r\n\r\n", 400,
-     "undecodable"),
+    ("data longer than its size", ("Transfer-Encoding: chunked",), b"3\r\nhello\r\n0\r\n\r\n", 400, "undecodable"),
     ("size past 16 hex digits", ("Transfer-Encoding: chunked",), b"1" + b"0" * 16 + b"\r\n", 400, "undecodable"),
-    ("control byte in extension", ("Transfer-Encoding: chunked",), b"5;a=\x00\r\nhello\r\n0\r\n\r\n", 400,
-     "undecodable"),
+    (
+        "control byte in extension",
+        ("Transfer-Encoding: chunked",),
+        b"5;a=\x00\r\nhello\r\n0\r\n\r\n",
+        400,
+        "undecodable",
+    ),
     ("bad trailer line", ("Transfer-Encoding: chunked",), b"0\r\nno colon here\r\n\r\n", 400, "undecodable"),
     ("size over the limit", ("Transfer-Encoding: chunked",), b"%x\r\n" % (LIMIT + 1), 413, "too_large"),
     ("huge size", ("Transfer-Encoding: chunked",), b"ffffffffffffffff\r\n", 413, "too_large"),
-    ("chunks adding up past the limit", ("Transfer-Encoding: chunked",),
-     chunked(b"\x00" * (LIMIT + 1), sizes=(4096,)), 413, "too_large"),
-    ("one-byte chunks with long extensions past the limit", ("Transfer-Encoding: chunked",),
-     chunked(b"\x00" * 64, sizes=(1,), ext=b";" + b"x" * (LIMIT // 64)), 413, "too_large"),
-    ("chunked gzip bomb", ("Transfer-Encoding: chunked", "Content-Encoding: gzip"),
-     chunked(gzip.compress(b"\x00" * (LIMIT * 4))), 413, "too_large"),
-    ("truncated gzip in chunks", ("Transfer-Encoding: chunked", "Content-Encoding: gzip"),
-     chunked(gzip.compress(b"\x00" * 100)[:-9]), 400, "undecodable"),
+    (
+        "chunks adding up past the limit",
+        ("Transfer-Encoding: chunked",),
+        chunked(b"\x00" * (LIMIT + 1), sizes=(4096,)),
+        413,
+        "too_large",
+    ),
+    (
+        "one-byte chunks with long extensions past the limit",
+        ("Transfer-Encoding: chunked",),
+        chunked(b"\x00" * 64, sizes=(1,), ext=b";" + b"x" * (LIMIT // 64)),
+        413,
+        "too_large",
+    ),
+    (
+        "chunked gzip bomb",
+        ("Transfer-Encoding: chunked", "Content-Encoding: gzip"),
+        chunked(gzip.compress(b"\x00" * (LIMIT * 4))),
+        413,
+        "too_large",
+    ),
+    (
+        "truncated gzip in chunks",
+        ("Transfer-Encoding: chunked", "Content-Encoding: gzip"),
+        chunked(gzip.compress(b"\x00" * 100)[:-9]),
+        400,
+        "undecodable",
+    ),
 ]
 KEPT_OPEN = {"truncated gzip in chunks", "chunked gzip bomb"}
 """Framed right, so the body was read to its end: the connection can carry the next request."""
@@ -156,14 +189,17 @@ def test_framing_refusals(service, case, fields, body, code, reason):
     assert refused(service, "http", reason) == 1
 
 
-@pytest.mark.parametrize("method, path, code", [("POST", "/v1/metrics", 404), ("GET", "/healthz", 200),
-                                               ("PUT", "/v1/traces", 405)])
+@pytest.mark.parametrize(
+    "method, path, code", [("POST", "/v1/metrics", 404), ("GET", "/healthz", 200), ("PUT", "/v1/traces", 405)]
+)
 def test_a_body_the_receiver_does_not_read_is_never_taken_for_a_request(service, method, path, code):
     """Regression: a body on another path or method was left unread, so its bytes were parsed as the next
     request on the connection (here a smuggled GET)."""
     smuggled = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
-    for framing_field, body in (("Transfer-Encoding: chunked", chunked(smuggled)),
-                                (f"Content-Length: {len(smuggled)}", smuggled)):
+    for framing_field, body in (
+        ("Transfer-Encoding: chunked", chunked(smuggled)),
+        (f"Content-Length: {len(smuggled)}", smuggled),
+    ):
         raw = f"{method} {path} HTTP/1.1\r\nHost: x\r\n{framing_field}\r\n\r\n".encode() + body
         sock, resp, _ = exchange(service.receivers[1].port, raw)
         with sock:
@@ -172,8 +208,9 @@ def test_a_body_the_receiver_does_not_read_is_never_taken_for_a_request(service,
 
 
 def test_http10_with_transfer_encoding_is_refused(service):
-    sock, resp, _ = exchange(service.receivers[1].port,
-                             head("Transfer-Encoding: chunked", version="HTTP/1.0") + b"0\r\n\r\n")
+    sock, resp, _ = exchange(
+        service.receivers[1].port, head("Transfer-Encoding: chunked", version="HTTP/1.0") + b"0\r\n\r\n"
+    )
     sock.close()
     assert resp.status == 400
     assert refused(service, "http", "undecodable") == 1

@@ -37,8 +37,10 @@ DATA = Path(__file__).resolve().parents[1] / "testdata" / "openai-v2"
 
 def capture(name: str, mode: str) -> tuple[ExportTraceServiceRequest, ExportLogsServiceRequest]:
     stem = DATA / f"{name}.{mode}.openai-v2"
-    return (ExportTraceServiceRequest.FromString(Path(f"{stem}.traces.otlp").read_bytes()),
-            ExportLogsServiceRequest.FromString(Path(f"{stem}.logs.otlp").read_bytes()))
+    return (
+        ExportTraceServiceRequest.FromString(Path(f"{stem}.traces.otlp").read_bytes()),
+        ExportLogsServiceRequest.FromString(Path(f"{stem}.logs.otlp").read_bytes()),
+    )
 
 
 def n_records(req: ExportLogsServiceRequest) -> int:
@@ -47,8 +49,12 @@ def n_records(req: ExportLogsServiceRequest) -> int:
 
 def config(**over) -> ServiceConfig:
     loop = Endpoint("127.0.0.1", 0)
-    return replace(ServiceConfig(spec=str(SPEC), grpc=loop, http=loop, prometheus=loop, root_grace=0.05,
-                                 max_request_bytes=LIMIT, workers=1), **over)
+    return replace(
+        ServiceConfig(
+            spec=str(SPEC), grpc=loop, http=loop, prometheus=loop, root_grace=0.05, max_request_bytes=LIMIT, workers=1
+        ),
+        **over,
+    )
 
 
 @pytest.fixture
@@ -70,9 +76,11 @@ def metrics(svc) -> dict:
 
 def graded(svc, runs: int = 1) -> dict:
     """Poll until ``runs`` runs are graded; that scrape."""
+
     def reached():
         m = metrics(svc)
         return m if total(m, "luckrate_runs_total") == runs else None
+
     return wait_until(reached, f"{runs} graded run(s)")
 
 
@@ -141,8 +149,9 @@ def test_unusable_records_get_a_partial_success_and_are_counted_by_reason(servic
     assert status == 200
     reply = ExportLogsServiceResponse.FromString(resp)
     assert reply.partial_success.rejected_log_records == 2
-    assert reply.partial_success.error_message == ("1 log record(s) rejected: no_trace_id; "
-                                                   "1 log record(s) rejected: not_read")
+    assert reply.partial_success.error_message == (
+        "1 log record(s) rejected: no_trace_id; 1 log record(s) rejected: not_read"
+    )
     s = metrics(service)
     assert total(s, "luckrate_log_records_received_total") == 4
     assert total(s, "luckrate_log_records_rejected_total", reason="no_trace_id") == 2
@@ -210,8 +219,10 @@ def test_records_sent_before_their_spans_are_graded_with_them(service, transport
         assert post(http + "/v1/logs", logs.SerializeToString(), PROTO)[0] == 200
         assert post(http + "/v1/traces", traces.SerializeToString(), PROTO)[0] == 200
     else:
-        assert post(http + "/v1/logs", gzip.compress(_hex_json(logs)), "application/json",
-                    {"Content-Encoding": "gzip"})[0] == 200
+        assert (
+            post(http + "/v1/logs", gzip.compress(_hex_json(logs)), "application/json", {"Content-Encoding": "gzip"})[0]
+            == 200
+        )
         assert post(http + "/v1/traces", traces.SerializeToString(), PROTO)[0] == 200
     s = graded(service)
     assert total(s, "luckrate_log_records_assembled_total") == n_records(logs)
@@ -227,16 +238,19 @@ def test_records_for_a_trace_already_graded_are_counted_late(service):
         TraceServiceStub(channel).Export(traces, timeout=5)
         wait_until(lambda: total(metrics(service), "luckrate_runs_total") == 1, "the verdict")
         LogsServiceStub(channel).Export(logs, timeout=5)
+
     def counted():
         m = metrics(service)
         return m if total(m, "luckrate_log_records_dropped_total") else None
+
     s = wait_until(counted, "the late records to be counted")
     assert total(s, "luckrate_log_records_dropped_total", reason="late") == n_records(logs)
     assert total(s, "luckrate_log_records_accepted_total") == n_records(logs)
 
 
-@pytest.mark.parametrize("service", [{"max_buffered_spans": 50, "idle_timeout": 0.2, "max_trace_age": 1.0}],
-                         indirect=True)
+@pytest.mark.parametrize(
+    "service", [{"max_buffered_spans": 50, "idle_timeout": 0.2, "max_trace_age": 1.0}], indirect=True
+)
 def test_a_flood_of_records_for_traces_that_never_come_stays_bounded_and_counted(service):
     """Records of 400 traces whose spans never come: the buffer never holds more than its 50, the rest are
     throttled (the client retries), and each held record is dropped as no_spans once its trace goes quiet."""
@@ -270,7 +284,8 @@ def test_a_flood_of_records_for_traces_that_never_come_stays_bounded_and_counted
     assert received == 400
     assert received == total(s, "luckrate_log_records_accepted_total") + total(s, "luckrate_log_records_rejected_total")
     assert total(s, "luckrate_log_records_dropped_total", reason="no_spans") == total(
-        s, "luckrate_log_records_accepted_total")
+        s, "luckrate_log_records_accepted_total"
+    )
     assert total(s, "luckrate_traces_completed_total") == 0 and total(s, "luckrate_traces_active") == 0
     assert service.budget.used == 0
 
@@ -320,15 +335,22 @@ def test_the_sdk_exporters_on_two_pipelines(service, protocol, mode):
         for sl in rl.scope_logs:
             for r in sl.log_records:
                 by_span.setdefault(r.span_id, []).append(r)
-    models = sorted((s for rs in traces.resource_spans for ss in rs.scope_spans for s in ss.spans
-                     if s.name.startswith("chat ")), key=lambda s: s.start_time_unix_nano)
+    models = sorted(
+        (s for rs in traces.resource_spans for ss in rs.scope_spans for s in ss.spans if s.name.startswith("chat ")),
+        key=lambda s: s.start_time_unix_nano,
+    )
     with tracer.start_as_current_span("eval forbidden", attributes={"luckrate.output_ok": True}):
         for model in models:
             attributes = {kv.key: _python(kv.value) for kv in model.attributes if kv.value.WhichOneof("value")}
             with tracer.start_as_current_span(model.name, kind=trace_api.SpanKind.CLIENT, attributes=attributes):
                 for r in by_span[model.span_id]:
-                    logger.emit(ApiLogRecord(event_name=r.event_name, body=_python(r.body),
-                                             attributes={kv.key: _python(kv.value) for kv in r.attributes}))
+                    logger.emit(
+                        ApiLogRecord(
+                            event_name=r.event_name,
+                            body=_python(r.body),
+                            attributes={kv.key: _python(kv.value) for kv in r.attributes},
+                        )
+                    )
     logger_provider.shutdown()  # logs first, as they usually arrive
     tracer_provider.shutdown()
     s = graded(service)
@@ -342,7 +364,8 @@ def test_grpc_health_knows_the_logs_service(service):
     target, _ = urls(service)
     with grpc.insecure_channel(target) as channel:
         reply = health_pb2_grpc.HealthStub(channel).Check(
-            health_pb2.HealthCheckRequest(service="opentelemetry.proto.collector.logs.v1.LogsService"), timeout=5)
+            health_pb2.HealthCheckRequest(service="opentelemetry.proto.collector.logs.v1.LogsService"), timeout=5
+        )
     assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 

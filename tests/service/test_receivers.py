@@ -18,7 +18,18 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceS
 from luckrate.core.spec import load_specs
 from luckrate.service.app import build
 from luckrate.service.config import Endpoint
-from tests.service.harness import LIMIT, SPEC, closed_by_server, config, otlp_json, parse_metrics, post, request_of, total, wait_until
+from tests.service.harness import (
+    LIMIT,
+    SPEC,
+    closed_by_server,
+    config,
+    otlp_json,
+    parse_metrics,
+    post,
+    request_of,
+    total,
+    wait_until,
+)
 
 PROTO = "application/x-protobuf"
 TOKEN = "t0ken"
@@ -48,8 +59,7 @@ HTTP_REFUSALS = [
     ("brotli", b"x", PROTO, {"Content-Encoding": "br"}, 415, "unsupported_media_type"),
     # JSON that is not OTLP was answered 200 {} and no counter moved.
     ("json not otlp", b'{"hello": "world"}', "application/json", {}, 400, "undecodable"),
-    ("a trajectory-form run", b'{"id": "r", "steps": [{"tool": "get"}]}', "application/json", {}, 400,
-     "undecodable"),
+    ("a trajectory-form run", b'{"id": "r", "steps": [{"tool": "get"}]}', "application/json", {}, 400, "undecodable"),
     ("protobuf of unknown fields only", b"\x10\x05", PROTO, {}, 400, "undecodable"),
 ]
 
@@ -98,8 +108,13 @@ def test_http_methods_paths_and_health(service):
         assert r.status == 200
     with urllib.request.urlopen(http + "/readyz", timeout=5) as r:
         assert r.status == 200
-    for method, path, code in (("GET", "/v1/traces", 405), ("PUT", "/v1/traces", 405), ("GET", "/nope", 404),
-                               ("GET", "/v1/logs", 405), ("POST", "/v1/metrics", 404)):
+    for method, path, code in (
+        ("GET", "/v1/traces", 405),
+        ("PUT", "/v1/traces", 405),
+        ("GET", "/nope", 404),
+        ("GET", "/v1/logs", 405),
+        ("POST", "/v1/metrics", 404),
+    ):
         req = urllib.request.Request(http + path, data=b"" if method != "GET" else None, method=method)
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(req, timeout=5)
@@ -111,9 +126,14 @@ def test_http_gzip_protobuf_and_json_are_graded(service, spans):
     body = gzip.compress(request_of(spans).SerializeToString())
     status, _, resp = post(http + "/v1/traces", body, PROTO, {"Content-Encoding": "gzip"})
     assert status == 200 and ExportTraceServiceResponse.FromString(resp) == ExportTraceServiceResponse()
-    status, _, resp = post(http + "/v1/traces", gzip.compress(otlp_json(request_of(spans))), "application/json",
-                           {"Content-Encoding": "gzip"})
+    status, _, resp = post(
+        http + "/v1/traces",
+        gzip.compress(otlp_json(request_of(spans))),
+        "application/json",
+        {"Content-Encoding": "gzip"},
+    )
     assert status == 200
+
     def settled():
         m = metrics(service)
         done = sum(total(m, f"luckrate_spans_{k}_total") for k in ("assembled", "late", "duplicate"))
@@ -195,8 +215,9 @@ def test_receiver_lifecycle(kind, spans):
         with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
             TraceServiceStub(channel).Export(request_of(spans), timeout=5)
     else:
-        assert post(f"http://127.0.0.1:{receiver.port}/v1/traces", request_of(spans).SerializeToString(),
-                    PROTO)[0] == 200
+        assert (
+            post(f"http://127.0.0.1:{receiver.port}/v1/traces", request_of(spans).SerializeToString(), PROTO)[0] == 200
+        )
     receiver.shutdown()
     receiver.shutdown()
     assert [len(batch) for batch in got] == [len(spans)]
@@ -204,12 +225,24 @@ def test_receiver_lifecycle(kind, spans):
 
 EVALUATIONS = [
     # (case, config, events on the root span, expected output label)
-    ("label fail", {"output_evaluation": "answer-check"},
-     [{"gen_ai.evaluation.name": "answer-check", "gen_ai.evaluation.score.label": "fail"}], "fail"),
-    ("other evaluation ignored", {"output_evaluation": "answer-check"},
-     [{"gen_ai.evaluation.name": "tone", "gen_ai.evaluation.score.label": "pass"}], "unknown"),
-    ("score over threshold", {"output_evaluation": "answer-check", "output_threshold": 0.7},
-     [{"gen_ai.evaluation.name": "answer-check", "gen_ai.evaluation.score.value": 0.9}], "pass"),
+    (
+        "label fail",
+        {"output_evaluation": "answer-check"},
+        [{"gen_ai.evaluation.name": "answer-check", "gen_ai.evaluation.score.label": "fail"}],
+        "fail",
+    ),
+    (
+        "other evaluation ignored",
+        {"output_evaluation": "answer-check"},
+        [{"gen_ai.evaluation.name": "tone", "gen_ai.evaluation.score.label": "pass"}],
+        "unknown",
+    ),
+    (
+        "score over threshold",
+        {"output_evaluation": "answer-check", "output_threshold": 0.7},
+        [{"gen_ai.evaluation.name": "answer-check", "gen_ai.evaluation.score.value": 0.9}],
+        "pass",
+    ),
     ("custom attribute", {"output_attribute": "my.verdict"}, [], "pass"),
 ]
 
@@ -275,6 +308,7 @@ def test_http_requests_refused_by_the_http_parser_are_counted(service, spans, ca
 
 
 # ---- slow and greedy HTTP clients ------------------------------------------------------------------
+
 
 def test_http_413_reaches_a_client_that_writes_the_whole_body_first(service):
     """Regression: the 413 was sent and the connection closed with the body unread, so urllib (which
@@ -366,18 +400,21 @@ def test_http_limit_flags_reach_the_receiver_and_bad_values_are_named():
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    args = parser.parse_args(["--spec", str(SPEC), "--http-max-connections", "9", "--http-request-timeout", "4",
-                              "--http-idle-timeout", "2"])
+    args = parser.parse_args(
+        ["--spec", str(SPEC), "--http-max-connections", "9", "--http-request-timeout", "4", "--http-idle-timeout", "2"]
+    )
     svc = build(config_from_args(args), load_specs(SPEC))  # built, not started: nothing listens
     http_r = svc.receivers[-1]
     assert (http_r.max_connections, http_r.request_timeout, http_r.idle_timeout) == (9, 4.0, 2.0)
     assert svc.stop(5)
     with pytest.raises(InvalidConfig) as e:
         build_config({"http_max_connections": 0, "http_idle_timeout": "5", "http_request_timeout": -1}, "t")
-    assert str(e.value) == ("3 problems in config t\n"
-                            "  http_max_connections: expected a positive integer, got 0\n"
-                            "  http_idle_timeout: expected a positive number of seconds, got '5'\n"
-                            "  http_request_timeout: expected a positive number of seconds, got -1")
+    assert str(e.value) == (
+        "3 problems in config t\n"
+        "  http_max_connections: expected a positive integer, got 0\n"
+        "  http_idle_timeout: expected a positive number of seconds, got '5'\n"
+        "  http_request_timeout: expected a positive number of seconds, got -1"
+    )
 
 
 @pytest.mark.parametrize("second", ["grpc", "http", "prometheus"])

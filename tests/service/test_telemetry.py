@@ -71,11 +71,14 @@ def test_loss_counters_start_at_zero(tele):
     # showed "No data" on the loss panels and rate()-based alerts missed the very first loss.
     _, reader = tele
     s = samples(reader.render())
-    for name, labels in (("luckrate_spans_late_total", {}), ("luckrate_grade_errors_total", {}),
-                         ("luckrate_traces_ungraded_total", {"reason": "no_spec"}),
-                         ("luckrate_spans_rejected_total", {"reason": "buffer_full"}),
-                         ("luckrate_requests_refused_total", {"transport": "grpc", "reason": "too_large"}),
-                         ("luckrate_traces_completed_total", {"reason": "shutdown"})):
+    for name, labels in (
+        ("luckrate_spans_late_total", {}),
+        ("luckrate_grade_errors_total", {}),
+        ("luckrate_traces_ungraded_total", {"reason": "no_spec"}),
+        ("luckrate_spans_rejected_total", {"reason": "buffer_full"}),
+        ("luckrate_requests_refused_total", {"transport": "grpc", "reason": "too_large"}),
+        ("luckrate_traces_completed_total", {"reason": "shutdown"}),
+    ):
         key = (name, tuple(sorted(labels.items())))
         assert s[key] == 0, key
     assert total(s, "luckrate_runs_total") == 0 and not any(n == "luckrate_runs_total" for n, _ in s)

@@ -30,20 +30,50 @@ def _openssl(*args: str, cwd) -> None:
 def pki(tmp_path_factory):
     d = tmp_path_factory.mktemp("pki")
     key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    _openssl("req", "-x509", *key, "-keyout", "ca.key", "-out", "ca.pem", "-subj", "/CN=luckrate-test-ca",
-             "-days", "2", cwd=d)
+    _openssl(
+        "req",
+        "-x509",
+        *key,
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-subj",
+        "/CN=luckrate-test-ca",
+        "-days",
+        "2",
+        cwd=d,
+    )
     (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
     for name in ("server", "client"):
         _openssl("req", *key, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}", cwd=d)
-        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-out", f"{name}.pem", "-days", "2", "-extfile", "san.ext", cwd=d)
+        _openssl(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            f"{name}.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+            cwd=d,
+        )
     return d
 
 
 @pytest.fixture
 def mtls_service(pki):
-    svc = build(config(tls_cert=str(pki / "server.pem"), tls_key=str(pki / "server.key"),
-                       tls_client_ca=str(pki / "ca.pem")), load_specs(SPEC))
+    svc = build(
+        config(tls_cert=str(pki / "server.pem"), tls_key=str(pki / "server.key"), tls_client_ca=str(pki / "ca.pem")),
+        load_specs(SPEC),
+    )
     svc.start()
     yield svc
     assert svc.stop(10)

@@ -52,8 +52,12 @@ def test_a_record_for_a_tainted_run():
     attrs = dict(rec.attributes)
     explanation_lines = attrs.pop("gen_ai.evaluation.explanation").splitlines()
     assert attrs == {
-        "gen_ai.evaluation.name": "luckrate.path", "gen_ai.evaluation.score.label": "bad",
-        "luckrate.agent": "support", "luckrate.spec": SPEC.name, "luckrate.output": "pass", "luckrate.lucky": True,
+        "gen_ai.evaluation.name": "luckrate.path",
+        "gen_ai.evaluation.score.label": "bad",
+        "luckrate.agent": "support",
+        "luckrate.spec": SPEC.name,
+        "luckrate.output": "pass",
+        "luckrate.lucky": True,
         "luckrate.checks": ("taint",),
     }
     assert len(explanation_lines) == 1 and explanation_lines[0].startswith("taint (hard) step 2 send_email: ")
@@ -61,10 +65,13 @@ def test_a_record_for_a_tainted_run():
     assert rec.body == "luckrate.path bad: taint"
 
 
-@pytest.mark.parametrize("mode, scenarios, labels", [
-    ("violations", ("clean", "injected", "forbidden", "user_supplied"), ["bad", "bad"]),
-    ("all", ("clean", "injected", "forbidden", "user_supplied"), ["ok", "bad", "bad", "ok"]),
-])
+@pytest.mark.parametrize(
+    "mode, scenarios, labels",
+    [
+        ("violations", ("clean", "injected", "forbidden", "user_supplied"), ["bad", "bad"]),
+        ("all", ("clean", "injected", "forbidden", "user_supplied"), ["ok", "bad", "bad", "ok"]),
+    ],
+)
 def test_mode_picks_the_runs(mode, scenarios, labels):
     recs = publish_all(mode, *(graded(s) for s in scenarios))
     assert [r.attributes["gen_ai.evaluation.score.label"] for r in recs] == labels
@@ -102,8 +109,9 @@ def hung_endpoint():
 
 def test_a_hung_endpoint_costs_counted_records_not_waits(hung_endpoint):
     counts = Counts()
-    events = VerdictEvents(otlp_exporter(hung_endpoint, timeout=30), counts, max_queue=4, batch_size=2,
-                           schedule_delay=0.05)
+    events = VerdictEvents(
+        otlp_exporter(hung_endpoint, timeout=30), counts, max_queue=4, batch_size=2, schedule_delay=0.05
+    )
     for _ in range(10):  # returns at once: the gate admits 4 (queued or stuck in export) and refuses 6
         events.publish(graded("injected"), SPEC.name, TRACE, SPAN)
     assert counts.dropped == {"queue_full": 6}
@@ -130,20 +138,42 @@ def test_missing_exporter_package_stops_the_service_at_start(tmp_path):
 
     from tests.service.harness import SPEC
 
-    block = ("import sys\n"
-             "class Block:\n"
-             "    def find_spec(self, name, path=None, target=None):\n"
-             "        if name.startswith('opentelemetry.exporter.otlp.proto.http'):\n"
-             "            raise ImportError(name)\n"
-             "sys.meta_path.insert(0, Block())\n"
-             "from luckrate.cli import main\n"
-             "sys.exit(main(sys.argv[1:]))\n")
-    done = subprocess.run([sys.executable, "-c", block, "serve", "--spec", str(SPEC), "--grpc", "127.0.0.1:0",
-                           "--http", "off", "--prometheus", "off", "--otlp-logs", "http://127.0.0.1:1/v1/logs"],
-                          capture_output=True, text=True, timeout=60)
+    block = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.startswith('opentelemetry.exporter.otlp.proto.http'):\n"
+        "            raise ImportError(name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from luckrate.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            block,
+            "serve",
+            "--spec",
+            str(SPEC),
+            "--grpc",
+            "127.0.0.1:0",
+            "--http",
+            "off",
+            "--prometheus",
+            "off",
+            "--otlp-logs",
+            "http://127.0.0.1:1/v1/logs",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
-    assert "otlp_logs: needs the package opentelemetry-exporter-otlp-proto-http (pip install 'luckrate[otlp]')" \
+    assert (
+        "otlp_logs: needs the package opentelemetry-exporter-otlp-proto-http (pip install 'luckrate[otlp]')"
         in done.stderr
+    )
 
 
 def test_bad_verdict_events_value_is_refused():

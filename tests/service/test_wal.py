@@ -27,14 +27,14 @@ H = fmt.HEADER.size
 
 
 def _flip(data: bytes, at: int) -> bytes:
-    return data[:at] + bytes([data[at] ^ 0x40]) + data[at + 1:]
+    return data[:at] + bytes([data[at] ^ 0x40]) + data[at + 1 :]
 
 
 # (name, segment bytes, what scan yields: payload's first byte for a record, reason for damage)
 SCANS = [
     ("whole", A + B + C, ["a", "b", "c"]),
     ("empty", b"", []),
-    ("header cut short", A + B[:H - 3], ["a", "torn_tail"]),
+    ("header cut short", A + B[: H - 3], ["a", "torn_tail"]),
     ("payload cut short", A + B[:-1], ["a", "torn_tail"]),
     ("last payload flipped", A + _flip(B, H + 3), ["a", "torn_tail"]),
     ("middle payload flipped", A + _flip(B, H + 3) + C, ["a", "checksum", "c"]),
@@ -228,12 +228,15 @@ def test_a_directory_that_cannot_be_created_is_refused(tmp_path):
         _log(tmp_path / "file" / "wal")
 
 
-@pytest.mark.parametrize("key, value, problem", [
-    ("wal_sync", "always", "expected one of interval, request, got 'always'"),
-    ("wal_sync_interval", 0, "expected a positive number of seconds, got 0"),
-    ("wal_max_bytes", -1, "expected a positive integer, got -1"),
-    ("wal_dir", "", "expected a non-empty string, got ''"),
-])
+@pytest.mark.parametrize(
+    "key, value, problem",
+    [
+        ("wal_sync", "always", "expected one of interval, request, got 'always'"),
+        ("wal_sync_interval", 0, "expected a positive number of seconds, got 0"),
+        ("wal_max_bytes", -1, "expected a positive integer, got -1"),
+        ("wal_dir", "", "expected a non-empty string, got ''"),
+    ],
+)
 def test_bad_wal_settings_are_refused_naming_the_key(key, value, problem):
     with pytest.raises(InvalidConfig) as e:
         build_config({key: value}, "t")
@@ -247,15 +250,21 @@ def test_wal_settings_without_a_log_directory_are_refused(tmp_path):
     cfg = ServiceConfig(spec=str(SPEC), wal_sync="request", wal_max_bytes=10)
     with pytest.raises(InvalidConfig) as e:
         finalize(cfg, "t", env={})
-    assert str(e.value) == ("2 problems in config t\n  wal_sync: needs wal_dir, the log's directory (--wal DIR)\n"
-                            "  wal_max_bytes: needs wal_dir, the log's directory (--wal DIR)")
+    assert str(e.value) == (
+        "2 problems in config t\n  wal_sync: needs wal_dir, the log's directory (--wal DIR)\n"
+        "  wal_max_bytes: needs wal_dir, the log's directory (--wal DIR)"
+    )
     assert finalize(replace(cfg, wal_dir=str(tmp_path)), "t", env={}).wal_sync == "request"
 
 
 def test_wal_settings_have_their_defaults():
     cfg = build_config({"wal_dir": "/var/lib/luckrate/wal"}, "t")
     assert (cfg.wal_dir, cfg.wal_sync, cfg.wal_sync_interval, cfg.wal_max_bytes) == (
-        "/var/lib/luckrate/wal", "interval", 1.0, 1 << 30)
+        "/var/lib/luckrate/wal",
+        "interval",
+        1.0,
+        1 << 30,
+    )
     assert build_config({}, "t").wal_dir is None
 
 

@@ -34,8 +34,14 @@ def rig(specs=SPECS, adapt=None, verdict_log=None):
     reader = PrometheusReader()
     telemetry = Telemetry([reader], Labels(specs))
     released = []
-    worker = Worker(specs, adapt or (lambda spans: trajectory_from_spans(spans, OutputRule())), telemetry,
-                    release=released.append, clock=lambda: 2.5, verdict_log=verdict_log)
+    worker = Worker(
+        specs,
+        adapt or (lambda spans: trajectory_from_spans(spans, OutputRule())),
+        telemetry,
+        release=released.append,
+        clock=lambda: 2.5,
+        verdict_log=verdict_log,
+    )
     return worker, lambda: parse_metrics(reader.render()), released
 
 
@@ -98,7 +104,9 @@ def test_verdict_log_bounds_echoed_values(tmp_path):
     from luckrate.core.grade import RunGrade
     from luckrate.core.violation import Severity, Violation
 
-    g = RunGrade("ab" * 16, "c", "x" * 10_000, True, (Violation("taint", Severity.HARD, 2, "send_email", "y" * 10_000),))
+    g = RunGrade(
+        "ab" * 16, "c", "x" * 10_000, True, (Violation("taint", Severity.HARD, 2, "send_email", "y" * 10_000),)
+    )
     log = VerdictLog(tmp_path / "v.jsonl")
     log.write(g, "spec")
     log.close()
@@ -107,8 +115,9 @@ def test_verdict_log_bounds_echoed_values(tmp_path):
     assert (line["output"], line["spec"]) == ("pass", "spec")
 
 
-@pytest.mark.parametrize("every_run, logged", [(False, ["forbidden", "tainted"]),
-                                               (True, ["clean", "forbidden", "tainted"])])
+@pytest.mark.parametrize(
+    "every_run, logged", [(False, ["forbidden", "tainted"]), (True, ["clean", "forbidden", "tainted"])]
+)
 def test_verdict_log_all_writes_clean_runs_too(traces, tmp_path, every_run, logged):
     # A clean trace left no line: nobody could confirm it had been graded.
     log = tmp_path / "v.jsonl"
@@ -117,8 +126,10 @@ def test_verdict_log_all_writes_clean_runs_too(traces, tmp_path, every_run, logg
         worker.handle(t)
     worker.stop(timeout=5)
     lines = [json.loads(x) for x in log.read_text().splitlines()]
-    kinds = ["clean" if not line["violations"] else
-             "tainted" if line["violations"][0]["check"] == "taint" else "forbidden" for line in lines]
+    kinds = [
+        "clean" if not line["violations"] else "tainted" if line["violations"][0]["check"] == "taint" else "forbidden"
+        for line in lines
+    ]
     assert sorted(kinds) == logged
     assert {line["trace_id"] for line in lines} <= {t.trace_id.hex() for t in traces}
 
@@ -134,16 +145,34 @@ def test_verdict_log_all_reaches_every_grading_process(tmp_path, workers):
     log = tmp_path / "v.jsonl"
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    args = parser.parse_args(["--spec", str(SPEC), "--grpc", "127.0.0.1:0", "--http", "off", "--prometheus",
-                              "127.0.0.1:0", "--root-grace", "0.05", "--workers", str(workers),
-                              "--verdict-log", str(log), "--verdict-log-all"])
+    args = parser.parse_args(
+        [
+            "--spec",
+            str(SPEC),
+            "--grpc",
+            "127.0.0.1:0",
+            "--http",
+            "off",
+            "--prometheus",
+            "127.0.0.1:0",
+            "--root-grace",
+            "0.05",
+            "--workers",
+            str(workers),
+            "--verdict-log",
+            str(log),
+            "--verdict-log-all",
+        ]
+    )
     svc = build(config_from_args(args), SPECS)
     svc.start()
     try:
         spans = record_runs(runs(["clean", "clean", "forbidden"]))
         OTLPSpanExporter(endpoint=f"http://127.0.0.1:{svc.receivers[0].port}", insecure=True).export(spans)
-        wait_until(lambda: total(parse_metrics(svc.metrics.reader.render()), "luckrate_runs_total") == 3,
-                   "the three runs to be graded")
+        wait_until(
+            lambda: total(parse_metrics(svc.metrics.reader.render()), "luckrate_runs_total") == 3,
+            "the three runs to be graded",
+        )
     finally:
         assert svc.stop(20)
     lines = [json.loads(x) for x in log.read_text().splitlines()]

@@ -36,7 +36,7 @@ def test_workers_takes_a_count_or_auto(value, expected):
 def test_a_bad_worker_count_is_refused_naming_the_key(value):
     with pytest.raises(InvalidConfig) as e:
         build_config({"workers": value}, "t")
-    assert str(e.value) == f"1 problem in config t\n  workers: expected a positive integer or \"auto\", got {value!r}"
+    assert str(e.value) == f'1 problem in config t\n  workers: expected a positive integer or "auto", got {value!r}'
 
 
 def test_auto_is_the_cores_this_process_may_use():
@@ -45,8 +45,10 @@ def test_auto_is_the_cores_this_process_may_use():
     assert worker_count(ServiceConfig(workers=3)) == 3
 
 
-@pytest.mark.parametrize("cpu_max, cap", [("200000 100000\n", 2), ("150000 100000\n", 2), ("50000 100000\n", 1),
-                                          ("max 100000\n", None), (None, None)])
+@pytest.mark.parametrize(
+    "cpu_max, cap",
+    [("200000 100000\n", 2), ("150000 100000\n", 2), ("50000 100000\n", 1), ("max 100000\n", None), (None, None)],
+)
 def test_auto_is_capped_by_a_cgroup_cpu_quota(tmp_path, cpu_max, cap):
     path = tmp_path / "cpu.max"
     if cpu_max is not None:
@@ -72,8 +74,11 @@ def worker_pids(server: Server) -> set[int]:
 
 
 def outcomes(s: dict) -> dict:
-    return {(o, p): total(s, "luckrate_runs_total", output=o, path=p)
-            for o in ("pass", "fail", "unknown") for p in ("ok", "bad")}
+    return {
+        (o, p): total(s, "luckrate_runs_total", output=o, path=p)
+        for o in ("pass", "fail", "unknown")
+        for p in ("ok", "bad")
+    }
 
 
 @pytest.mark.parametrize("n", [2, 4])
@@ -85,10 +90,12 @@ def test_a_trace_split_over_connections_and_requests_is_graded_once_whole(n):
     traces = by_trace(spans)
     with Server("--workers", str(n), "--root-grace", "1") as server:
         wait_until(lambda: len(worker_pids(server)) == n, f"{n} worker processes")
-        exporters = [GrpcSpanExporter(endpoint=server.grpc, insecure=True),
-                     HttpSpanExporter(endpoint=server.http + "/v1/traces"),
-                     GrpcSpanExporter(endpoint=server.grpc, insecure=True),
-                     HttpSpanExporter(endpoint=server.http + "/v1/traces")]
+        exporters = [
+            GrpcSpanExporter(endpoint=server.grpc, insecure=True),
+            HttpSpanExporter(endpoint=server.http + "/v1/traces"),
+            GrpcSpanExporter(endpoint=server.grpc, insecure=True),
+            HttpSpanExporter(endpoint=server.http + "/v1/traces"),
+        ]
         sent = 0
         for trace in traces:
             for span in trace:  # children first, the root last: as the SDK exports them
@@ -153,8 +160,11 @@ class Load:
     def _run(self) -> None:
         while not self._stop.is_set():
             req = fresh_request(self.rng, traces=3)
-            req.resource_spans.extend(request_with([raw_span(self.rng.randbytes(16), self.rng.randbytes(8),
-                                                             parent=self.rng.randbytes(8))]).resource_spans)
+            req.resource_spans.extend(
+                request_with(
+                    [raw_span(self.rng.randbytes(16), self.rng.randbytes(8), parent=self.rng.randbytes(8))]
+                ).resource_spans
+            )
             try:
                 status, _, _ = post(self.server.http + "/v1/traces", req.SerializeToString(), PROTO)
             except OSError:  # the server stopped listening (SIGTERM)
@@ -175,16 +185,32 @@ def two_workers(server: Server, without: int = 0) -> set[int] | None:
 
 def final_identity(final: dict) -> dict:
     """The identities on the final OTLP push (every counter's cumulative value)."""
+
     def t(name: str) -> float:
         return sum(v for (n, _), v in final.items() if n == name)
 
-    terms = {k: t(f"luckrate.{k}") for k in ("spans.received", "spans.accepted", "spans.rejected", "spans.assembled",
-                                              "spans.duplicate", "spans.late", "spans.lost", "spans.replayed",
-                                              "traces.completed", "runs", "traces.ungraded", "grade.errors",
-                                              "traces.active")}
+    terms = {
+        k: t(f"luckrate.{k}")
+        for k in (
+            "spans.received",
+            "spans.accepted",
+            "spans.rejected",
+            "spans.assembled",
+            "spans.duplicate",
+            "spans.late",
+            "spans.lost",
+            "spans.replayed",
+            "traces.completed",
+            "runs",
+            "traces.ungraded",
+            "grade.errors",
+            "traces.active",
+        )
+    }
     assert terms["spans.received"] == terms["spans.accepted"] + terms["spans.rejected"], terms
-    assert terms["spans.accepted"] + terms["spans.replayed"] == (terms["spans.assembled"] + terms["spans.duplicate"] + terms["spans.late"]
-                                       + terms["spans.lost"]), terms
+    assert terms["spans.accepted"] + terms["spans.replayed"] == (
+        terms["spans.assembled"] + terms["spans.duplicate"] + terms["spans.late"] + terms["spans.lost"]
+    ), terms
     assert terms["traces.completed"] == terms["runs"] + terms["traces.ungraded"] + terms["grade.errors"], terms
     assert terms["traces.active"] == 0, terms
     return terms
@@ -193,16 +219,28 @@ def final_identity(final: dict) -> dict:
 def test_a_worker_killed_under_load_is_replaced_and_the_identities_still_hold():
     sink = MetricsSink()
     try:
-        with Server("--workers", "2", "--root-grace", "0.2", "--idle-timeout", "300", "--otlp-metrics", sink.url,
-                    "--otlp-metrics-interval", "3600") as server:
+        with Server(
+            "--workers",
+            "2",
+            "--root-grace",
+            "0.2",
+            "--idle-timeout",
+            "300",
+            "--otlp-metrics",
+            sink.url,
+            "--otlp-metrics-interval",
+            "3600",
+        ) as server:
             first = wait_until(lambda: two_workers(server), "2 worker processes")
             load = Load(server, seed=1)
             try:
                 server.wait_metric_at_least("luckrate_runs_total", 10)
                 victim = min(first)
                 os.kill(victim, signal.SIGKILL)
-                wait_until(lambda: total(server.scrape(), "luckrate_spans_lost_total", reason="worker_died") > 0,
-                           "the dead worker's spans to be counted as lost")
+                wait_until(
+                    lambda: total(server.scrape(), "luckrate_spans_lost_total", reason="worker_died") > 0,
+                    "the dead worker's spans to be counted as lost",
+                )
                 restarted = wait_until(lambda: two_workers(server, without=victim), "a new worker process")
                 runs_then = total(server.scrape(), "luckrate_runs_total")
                 server.wait_metric_at_least("luckrate_runs_total", runs_then + 10)  # graded after the restart
@@ -225,8 +263,20 @@ def test_sigterm_under_load_grades_everything_every_worker_holds(tmp_path):
     sink = MetricsSink()
     log = tmp_path / "v.jsonl"
     try:
-        with Server("--workers", "2", "--root-grace", "300", "--idle-timeout", "300", "--otlp-metrics", sink.url,
-                    "--otlp-metrics-interval", "3600", "--verdict-log", str(log)) as server:
+        with Server(
+            "--workers",
+            "2",
+            "--root-grace",
+            "300",
+            "--idle-timeout",
+            "300",
+            "--otlp-metrics",
+            sink.url,
+            "--otlp-metrics-interval",
+            "3600",
+            "--verdict-log",
+            str(log),
+        ) as server:
             loads = [Load(server, seed=2), Load(server, seed=3)]
             server.wait_metric_at_least("luckrate_traces_active", 20)
             server.proc.send_signal(signal.SIGTERM)
@@ -262,8 +312,12 @@ def test_spans_are_judged_for_workers_as_for_one_process_and_shared_out():
 
     rng = random.Random(7)
     req = fresh_request(rng, traces=20)
-    bad = [raw_span(bytes(16), rng.randbytes(8)), raw_span(rng.randbytes(16), bytes(8)),
-           raw_span(rng.randbytes(16), rng.randbytes(8), parent=b"\x01"), raw_span(rng.randbytes(16), rng.randbytes(8))]
+    bad = [
+        raw_span(bytes(16), rng.randbytes(8)),
+        raw_span(rng.randbytes(16), bytes(8)),
+        raw_span(rng.randbytes(16), rng.randbytes(8), parent=b"\x01"),
+        raw_span(rng.randbytes(16), rng.randbytes(8)),
+    ]
     req.resource_spans.extend(request_with(bad).resource_spans)
     usable, rejected, picks = judge_spans(req, 3)
     every, every_rejected = records_from_request(req)
@@ -271,14 +325,14 @@ def test_spans_are_judged_for_workers_as_for_one_process_and_shared_out():
     assert sum(map(len, picks)) == usable == span_count(req) - 3
     spans = [s for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans]
     unusable = {spans.index(s) for s in spans if s.trace_id in (bad[0].trace_id, bad[1].trace_id, bad[2].trace_id)}
-    assert picks == [[p for p, s in enumerate(spans) if p not in unusable and route(s.trace_id, 3) == i]
-                     for i in range(3)]
+    assert picks == [
+        [p for p, s in enumerate(spans) if p not in unusable and route(s.trace_id, 3) == i] for i in range(3)
+    ]
     # What each worker compacts from its positions is its share of the records, in request order.
     from luckrate.adapters.otlp.compaction import records_at
 
     for i in range(3):
-        assert [r.span_id for r in records_at(req, picks[i])] == [
-            r.span_id for r in every if route(r.trace_id, 3) == i]
+        assert [r.span_id for r in records_at(req, picks[i])] == [r.span_id for r in every if route(r.trace_id, 3) == i]
 
 
 def test_pool_lifecycle_in_process_start_consume_kill_stop():
@@ -315,8 +369,10 @@ def test_pool_lifecycle_in_process_start_consume_kill_stop():
         assert svc.budget.used == 40  # the root-less spans, held by the workers
         victim = svc.grading.pids[0]
         os.kill(victim, signal.SIGKILL)
-        lost = wait_until(lambda: total(scrape(), "luckrate_spans_lost_total", reason="worker_died"),
-                          "the dead worker's spans to be counted")
+        lost = wait_until(
+            lambda: total(scrape(), "luckrate_spans_lost_total", reason="worker_died"),
+            "the dead worker's spans to be counted",
+        )
         assert 0 < lost < 40 and svc.budget.used == 40 - lost
         wait_until(lambda: len(svc.grading.pids) == 2 and victim not in svc.grading.pids, "a new worker")
         graded += send(5)
@@ -415,8 +471,10 @@ def test_a_killed_worker_s_log_records_are_counted_and_their_room_given_back():
         assert svc.budget.used == 40
         first = sum(route(t, 2) == 0 for t in tids)
         os.kill(svc.grading.pids[0], signal.SIGKILL)
-        dropped = wait_until(lambda: total(scrape(), "luckrate_log_records_dropped_total", reason="worker_died"),
-                             "the dead worker's records to be counted")
+        dropped = wait_until(
+            lambda: total(scrape(), "luckrate_log_records_dropped_total", reason="worker_died"),
+            "the dead worker's records to be counted",
+        )
         assert dropped == first and svc.budget.used == 40 - first
         assert total(scrape(), "luckrate_spans_lost_total", reason="worker_died") == 0
     finally:

@@ -253,8 +253,11 @@ def _pair(events: list[_Event]) -> list[tuple[_Event | None, _Event | None]]:
 def _open_start(end: _Event, calls: list[list[_Event | None]], rank: dict[int, int]) -> int | None:
     """Without a ``started_event_id``: the earliest open start of the same call that came before."""
     for k, (start, other) in enumerate(calls):
-        if (other is None and rank[start.position] < rank[end.position]
-                and (start.tool, start.args, start.role) == (end.tool, end.args, end.role)):
+        if (
+            other is None
+            and rank[start.position] < rank[end.position]
+            and (start.tool, start.args, start.role) == (end.tool, end.args, end.role)
+        ):
             return k
     return None
 

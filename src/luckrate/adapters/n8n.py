@@ -102,8 +102,10 @@ def _trajectory(execution: dict, source: str, label: str) -> Trajectory:
         agent=_workflow_name(execution, where) or (agents[0] if agents else None),
         input=user_input,
         output_ok=None,
-        messages=_prompted(entries) or tuple(
-            Message(USER, text, 0) for text in ((user_input,) if isinstance(user_input, str) else user_input) if text),
+        messages=_prompted(entries)
+        or tuple(
+            Message(USER, text, 0) for text in ((user_input,) if isinstance(user_input, str) else user_input) if text
+        ),
         model_turns=_model_turns(entries),
     )
 

@@ -104,7 +104,8 @@ def _json_type(value: Any) -> str:
     if isinstance(value, bool):
         return "boolean"
     return {str: "string", int: "number", float: "number", list: "array", dict: "object"}.get(
-        type(value), type(value).__name__)
+        type(value), type(value).__name__
+    )
 
 
 def _step(obj: Any, i: int, problems: Problems) -> Step | None:
@@ -155,7 +156,7 @@ def _messages(value: Any, steps: int, problems: Problems) -> tuple[Message, ...]
         before = len(problems)
         _unknown_keys(m, _MESSAGE_FIELDS, where, problems)
         if m.get("role") not in (USER, AGENT):
-            problems.append((where, "'role' must be \"user\" or \"agent\""))
+            problems.append((where, '\'role\' must be "user" or "agent"'))
         if not isinstance(m.get("text"), str):
             problems.append((where, "missing 'text' (a string)"))
         at = m.get("before_step")

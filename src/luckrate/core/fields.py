@@ -263,8 +263,9 @@ def _table(lines: list[str], parent: str) -> list[Field] | None:
         cells = row[:columns] + [",".join(row[columns:])]
         for name, cell in zip(header, cells):
             if cell.strip():
-                out.append(Field(f"{parent}[{r}].{name}" if parent else f"[{r}].{name}", cell.strip(),
-                                 not is_value(cell)))
+                out.append(
+                    Field(f"{parent}[{r}].{name}" if parent else f"[{r}].{name}", cell.strip(), not is_value(cell))
+                )
     return out
 
 

@@ -40,10 +40,27 @@ import functools
 import re
 from decimal import Decimal, InvalidOperation
 
-_MONTHS = {name: i for i, names in enumerate((
-    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
-    ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
-    ("november", "nov"), ("december", "dec")), start=1) for name in names}
+_MONTHS = {
+    name: i
+    for i, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
 _MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _ORD = r"(?:st|nd|rd|th)?"
 _TIME = r"(\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?:\s*([ap])\.?m\.?\b)?"
@@ -59,14 +76,18 @@ _DAY_MONTH = re.compile(r"(?<![\d])(\d{1,2})" + _ORD + r"\s+(?:of\s+)?" + _MONTH
 _CLOCK = re.compile(r"(?<![\d:])" + _TIME + r"(?![\d:])")
 _HOUR = re.compile(r"(?<![\d:])(\d{1,2})\s*([ap])\.?m\b\.?")
 # Digit groups as IBANs, phones and cards are written: at least 9 digits in all (checked after).
-_GROUPS = re.compile(r"(?<![\w@.])(?:[a-z]{2}\d{2}(?: [a-z0-9]{4}){2,7}(?: [a-z0-9]{1,3})?"
-                     r"|\+?\(?\d+\)?(?:[ \-.]\(?\d+\)?){1,8})(?![\w@])")
+_GROUPS = re.compile(
+    r"(?<![\w@.])(?:[a-z]{2}\d{2}(?: [a-z0-9]{4}){2,7}(?: [a-z0-9]{1,3})?"
+    r"|\+?\(?\d+\)?(?:[ \-.]\(?\d+\)?){1,8})(?![\w@])"
+)
 # Numbers as prose writes amounts: group commas, a fraction, a currency sign. Read from the text, not
 # from tokens, because a comma cuts tokens.
 _AMOUNT = re.compile(r"(?<![\w.,])[$€£¥₹]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\d|[.,]\d)")
 
-_URL = re.compile(r"(?:[a-z][a-z0-9+.\-]*://)?(?:www\d?\.)?((?:[a-z0-9](?:[a-z0-9\-]*[a-z0-9])?\.)+[a-z]{2,63})"
-                  r"(?::(\d{1,5}))?((?:/[^\s?#]*)?)(\?[^\s#]*)?(?:#\S*)?")
+_URL = re.compile(
+    r"(?:[a-z][a-z0-9+.\-]*://)?(?:www\d?\.)?((?:[a-z0-9](?:[a-z0-9\-]*[a-z0-9])?\.)+[a-z]{2,63})"
+    r"(?::(\d{1,5}))?((?:/[^\s?#]*)?)(\?[^\s#]*)?(?:#\S*)?"
+)
 _NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
 _CURRENCY = "$€£¥₹"
 _STRUCTURED = re.compile(r"[0-9]")

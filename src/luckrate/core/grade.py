@@ -7,8 +7,17 @@ from typing import Any
 import functools
 from dataclasses import dataclass
 
-from luckrate.core.checks import (CHECKS, DECLARED_BY, NEEDS_CLOCK, NEEDS_CONTENT, NEEDS_INPUT, NEEDS_MESSAGES, NEEDS_TURNS,
-                                  PROVENANCE_CHECKS, TRACED_CHECKS)
+from luckrate.core.checks import (
+    CHECKS,
+    DECLARED_BY,
+    NEEDS_CLOCK,
+    NEEDS_CONTENT,
+    NEEDS_INPUT,
+    NEEDS_MESSAGES,
+    NEEDS_TURNS,
+    PROVENANCE_CHECKS,
+    TRACED_CHECKS,
+)
 from luckrate.core.frozen import fast_init
 from luckrate.core.provenance import Provenance, trace
 from luckrate.core.spec import Spec
@@ -48,8 +57,14 @@ class RunGrade:
         return any(v.check == check and (severity is None or v.severity is severity) for v in self.violations)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "case": self.case, "agent": self.agent, "output_ok": self.output_ok,
-                "path_ok": self.path_ok, "violations": [v.to_dict() for v in self.violations]}
+        return {
+            "id": self.id,
+            "case": self.case,
+            "agent": self.agent,
+            "output_ok": self.output_ok,
+            "path_ok": self.path_ok,
+            "violations": [v.to_dict() for v in self.violations],
+        }
 
 
 def _skip_reason(check: str, traj: Trajectory) -> str | None:
@@ -112,5 +127,5 @@ def grade(traj: Trajectory, spec: Spec) -> RunGrade:
             violations.extend(check(args, spec))
         for _, check in with_traj:
             violations.extend(check(traj, args, spec))
-    violations.sort(key=lambda v: (v.step if v.step is not None else -1))
+    violations.sort(key=lambda v: v.step if v.step is not None else -1)
     return RunGrade(traj.id, traj.case_id, traj.agent, traj.output_ok, tuple(violations), tuple(skipped))

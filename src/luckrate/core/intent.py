@@ -52,15 +52,19 @@ DESCRIBED_BY = 2
 """Long words a record's free text must share with the request, and no sibling record, to be described."""
 _NAME = re.compile(r"(?<![\w.@/])[A-Z][a-z]{2,}(?![\w@])")
 # The kinds of value a request can ask for by a common noun (English).
-_KINDS = {"url": frozenset({"website", "websites", "site", "sites", "link", "links", "url", "urls"}),
-          "date": frozenset({"date", "dates", "deadline", "deadlines", "yyyy"})}
+_KINDS = {
+    "url": frozenset({"website", "websites", "site", "sites", "link", "links", "url", "urls"}),
+    "date": frozenset({"date", "dates", "deadline", "deadlines", "yyyy"}),
+}
 
 
 # A request that hands a list of tasks over to a source: "work through the tasks listed at <url>", "follow
 # the instructions in <file>". The noun comes right before the reference to the source (English).
-_DELEGATION = re.compile(r"\b(?:do|perform|complete|follow|execute|carry\s+out|work\s+through)\b[^.!?\n]{0,40}?"
-                         r"\b(?:to-?dos?|tasks?|instructions?|checklists?|steps)\b(?:\s+list)?"
-                         r"[^.!?\n]{0,24}?\b(?:at|in|on|from)\s+(?:the\s+|my\s+|this\s+)?(?:\S+\s+)?$")
+_DELEGATION = re.compile(
+    r"\b(?:do|perform|complete|follow|execute|carry\s+out|work\s+through)\b[^.!?\n]{0,40}?"
+    r"\b(?:to-?dos?|tasks?|instructions?|checklists?|steps)\b(?:\s+list)?"
+    r"[^.!?\n]{0,24}?\b(?:at|in|on|from)\s+(?:the\s+|my\s+|this\s+)?(?:\S+\s+)?$"
+)
 
 _TASK_NOUN = re.compile(r"\b(?:to-?dos?|tasks?|instructions?|checklists?|steps)\b")
 
@@ -79,8 +83,12 @@ class Request:
     @classmethod
     def of_text(cls, text: str) -> Request:
         folded = text.casefold()
-        return cls(folded, frozenset(_WORD.findall(folded)), frozenset(n.casefold() for n in _NAME.findall(text)),
-                   frozenset(tokens(text)))
+        return cls(
+            folded,
+            frozenset(_WORD.findall(folded)),
+            frozenset(n.casefold() for n in _NAME.findall(text)),
+            frozenset(tokens(text)),
+        )
 
     @classmethod
     def of(cls, prov: Provenance) -> Request:
@@ -138,23 +146,26 @@ def _covered(arg: Argument, origin: Origin, prov: Provenance, request: Request) 
 
 # What text says when it speaks to an agent rather than to its reader, in families (English). None is an
 # attack's template: each is how instructions to a model are phrased, whoever wrote them.
-_INSTRUCTION_CUES = tuple(re.compile(c, re.IGNORECASE) for c in (
-    # it names the reader as a model
-    r"\b(?:ai|assistant|chatbot|llm|language model|gpt[\w.-]*|claude|gemini)\b",
-    # it refers to the reader's own instructions
-    r"\b(?:previous|prior|above|earlier|original|initial|all|your|other|new)\s+(?:instructions?|prompts?|directives?|"
-    r"rules|guidelines)\b",
-    # it tells the reader to set them aside
-    r"\b(?:ignore|disregard|forget|override|bypass)\b",
-    # it refers to the reader's own task
-    r"\byour (?:task|goal|objective|job|assignment)\b",
-    # it claims to speak for the system
-    r"\b(?:system|admin(?:istrator)?|developer)\s+(?:message|instruction|notice|override|mode|prompt)",
-    # it asks the reader to keep it from the user
-    r"\b(?:do not|don't|without)\s+(?:tell|inform|notify|mention|ask|asking|telling|informing)\w*\b",
-    # urgency
-    r"\b(?:important|urgent|immediately|mandatory|strictly)\b|!!!",
-))
+_INSTRUCTION_CUES = tuple(
+    re.compile(c, re.IGNORECASE)
+    for c in (
+        # it names the reader as a model
+        r"\b(?:ai|assistant|chatbot|llm|language model|gpt[\w.-]*|claude|gemini)\b",
+        # it refers to the reader's own instructions
+        r"\b(?:previous|prior|above|earlier|original|initial|all|your|other|new)\s+(?:instructions?|prompts?|directives?|"
+        r"rules|guidelines)\b",
+        # it tells the reader to set them aside
+        r"\b(?:ignore|disregard|forget|override|bypass)\b",
+        # it refers to the reader's own task
+        r"\byour (?:task|goal|objective|job|assignment)\b",
+        # it claims to speak for the system
+        r"\b(?:system|admin(?:istrator)?|developer)\s+(?:message|instruction|notice|override|mode|prompt)",
+        # it asks the reader to keep it from the user
+        r"\b(?:do not|don't|without)\s+(?:tell|inform|notify|mention|ask|asking|telling|informing)\w*\b",
+        # urgency
+        r"\b(?:important|urgent|immediately|mandatory|strictly)\b|!!!",
+    )
+)
 INSTRUCTION_CUES = 2
 """Cue families a text must show to read as instructions to the agent (benchmarks/instructions.py, on the
 development set's untrusted free text): no benign text shows two; the injected texts of three of its six
@@ -175,7 +186,7 @@ def instructs(texts: list[str], keys: tuple[str, ...]) -> bool:
         for key in keys:
             at = folded.find(key)
             while at >= 0:
-                window = folded[max(0, at - INSTRUCTION_WINDOW):at + len(key)]
+                window = folded[max(0, at - INSTRUCTION_WINDOW) : at + len(key)]
                 if sum(1 for cue in _INSTRUCTION_CUES if cue.search(window)) >= INSTRUCTION_CUES:
                     return True
                 at = folded.find(key, at + len(key))
@@ -207,8 +218,10 @@ def _named_by_address(origin: Origin, prov: Provenance, request: Request) -> boo
 
 
 # "the links on <url>", "websites listed at <url>": links asked for from the page the URL names (English).
-_LINKS_FROM = re.compile(r"\b(?:links?|urls?|websites?|sites?|pages?)\b[^.!?\n:(]{0,24}?\b(?:on|at|in|from)\s+"
-                         r"(?:the\s+|my\s+|this\s+)?(?:page\s+|site\s+)?$")
+_LINKS_FROM = re.compile(
+    r"\b(?:links?|urls?|websites?|sites?|pages?)\b[^.!?\n:(]{0,24}?\b(?:on|at|in|from)\s+"
+    r"(?:the\s+|my\s+|this\s+)?(?:page\s+|site\s+)?$"
+)
 
 
 def _named(origin: Origin, record: list[Field], prov: Provenance, request: Request) -> Field | None:
@@ -292,8 +305,13 @@ def labelled(arg: Argument, origins: list[Origin], prov: Provenance) -> bool:
     names = labels(arg.path)
     if not names:
         return False
-    mention = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")s?\b\W{0,3}(?:#|no\.|number\s)?\s*"
-                         + re.escape(arg.value.casefold()) + r"(?![\w.]\w)")
+    mention = re.compile(
+        r"\b(?:"
+        + "|".join(map(re.escape, names))
+        + r")s?\b\W{0,3}(?:#|no\.|number\s)?\s*"
+        + re.escape(arg.value.casefold())
+        + r"(?![\w.]\w)"
+    )
     return any(mention.search(text.casefold()) for o in origins for text in prov.sources.texts(o, arg.matched))
 
 
@@ -305,5 +323,3 @@ def labels(path: str) -> list[str]:
 
 def weak(value: str) -> bool:
     return len(value) <= WEAK_LENGTH or (value.isdigit() and len(value) <= WEAK_DIGITS)
-
-

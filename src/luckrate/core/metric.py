@@ -37,5 +37,8 @@ class LuckRate:
         return f"Luck Rate {rate} {runs}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"lucky": self.lucky, "passed": self.passing,
-                "rate": None if self.value is None else round(self.value, 4)}
+        return {
+            "lucky": self.lucky,
+            "passed": self.passing,
+            "rate": None if self.value is None else round(self.value, 4),
+        }

@@ -8,9 +8,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-DEFAULT_CONFIRM = (r"(?is)^(?!.*\b(?:no|not|don'?t|do not|never|wait|stop|hold on)\b)"
-                   r".*\b(?:yes|yeah|yep|yup|sure|ok(?:ay)?|confirm(?:ed|s)?|proceed|go ahead|do it|please do"
-                   r"|correct|that'?s right|affirmative|approved?)\b")
+DEFAULT_CONFIRM = (
+    r"(?is)^(?!.*\b(?:no|not|don'?t|do not|never|wait|stop|hold on)\b)"
+    r".*\b(?:yes|yeah|yep|yup|sure|ok(?:ay)?|confirm(?:ed|s)?|proceed|go ahead|do it|please do"
+    r"|correct|that'?s right|affirmative|approved?)\b"
+)
 """What affirms by default: a yes-word (yes, sure, ok, confirm, proceed, go ahead, do it, correct, ...)
 in a message holding no negation (no, not, don't, never, wait, stop, hold on)."""
 

@@ -122,8 +122,11 @@ def _tokens(text: str) -> set[str]:
     # parts (a word's only part is itself, and is left out anyway). Stripping only removes characters,
     # so a word-only token never gains a mark: filtering before stripping loses nothing.
     parts = filterfalse(str.isalpha, _cut(" ".join(toks), _PART_CUTS, _PART_CUTS_ASCII).split())
-    out = toks.union(map(str.rstrip, toks, repeat(_TRAIL)), map(str.lstrip, toks, repeat(_TRAIL)),
-                     map(str.rstrip, parts, repeat(_TRAIL)))
+    out = toks.union(
+        map(str.rstrip, toks, repeat(_TRAIL)),
+        map(str.lstrip, toks, repeat(_TRAIL)),
+        map(str.rstrip, parts, repeat(_TRAIL)),
+    )
     out.discard("")
     return out
 
@@ -210,8 +213,13 @@ class Origin:
     """The source's position in its ``SourceIndex``."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "step": self.step, "field": self.field,
-                "kind": "text" if self.prose else "value", "echo": self.echo}
+        return {
+            "source": self.source,
+            "step": self.step,
+            "field": self.field,
+            "kind": "text" if self.prose else "value",
+            "echo": self.echo,
+        }
 
 
 _Positions = tuple[int, ...] | list[int]
@@ -361,7 +369,7 @@ class SourceIndex:
         its forms are computed once, not the whole index's)."""
         if self._user_keys is None:
             self._user_keys = set()
-            for _, _, text, _ in self._sources[:self.users]:
+            for _, _, text, _ in self._sources[: self.users]:
                 toks = tokens(text)
                 self._user_keys |= toks | forms.text_keys(text.casefold(), toks)
         if any(all(k in self._user_keys for k in alt) for alt in alternatives):
@@ -442,7 +450,8 @@ class SourceIndex:
         if called is None:
             args = self._sources[position][3]
             called = self._called[position] = frozenset(
-                str(v).casefold() for _, v in walk(args or {}) if isinstance(v, (str, int)) and not isinstance(v, bool))
+                str(v).casefold() for _, v in walk(args or {}) if isinstance(v, (str, int)) and not isinstance(v, bool)
+            )
         return called
 
 
@@ -487,8 +496,9 @@ class _Located:
             found = [f for f, folded in zip(self.fields, self._folded) if key in folded and key in tokens(f.text)]
             if not found:
                 if self._forms is None:
-                    self._forms = [forms.text_keys(folded, tokens(f.text))
-                                   for f, folded in zip(self.fields, self._folded)]
+                    self._forms = [
+                        forms.text_keys(folded, tokens(f.text)) for f, folded in zip(self.fields, self._folded)
+                    ]
                 found = [f for f, keys in zip(self.fields, self._forms) if key in keys]
             self.by_key[key] = found
         return found
@@ -568,8 +578,9 @@ def _walk(value: Any, path: str, out: list[tuple[str, Any]]) -> None:
 _NESTED = (dict, list, tuple)
 
 
-def trace(traj: Trajectory, scan: frozenset[str] | set[str] = frozenset(),
-          thorough: frozenset[str] | set[str] = frozenset()) -> Provenance:
+def trace(
+    traj: Trajectory, scan: frozenset[str] | set[str] = frozenset(), thorough: frozenset[str] | set[str] = frozenset()
+) -> Provenance:
     """Trace every identifier-shaped argument of every step to the sources seen before it.
 
     ``scan``: tools whose free-text arguments are searched for identifiers inside them (e-mail
@@ -652,7 +663,24 @@ def _lookup(index: SourceIndex, step: Any, path: str, value: str, embedded: bool
     return _argument(step, path, value, index, hit, looked_up, tuple(dict.fromkeys(matched)), embedded)
 
 
-def _argument(step: Any, path: str, value: str, index: SourceIndex, positions: set[int], looked_up: tuple[str, ...],
-              matched: tuple[str, ...], embedded: bool) -> Argument:
-    return Argument(step.index, step.tool, path, value, index.names(positions), looked_up, matched,
-                    tuple(sorted(positions)), embedded)
+def _argument(
+    step: Any,
+    path: str,
+    value: str,
+    index: SourceIndex,
+    positions: set[int],
+    looked_up: tuple[str, ...],
+    matched: tuple[str, ...],
+    embedded: bool,
+) -> Argument:
+    return Argument(
+        step.index,
+        step.tool,
+        path,
+        value,
+        index.names(positions),
+        looked_up,
+        matched,
+        tuple(sorted(positions)),
+        embedded,
+    )

@@ -35,7 +35,9 @@ class InvalidSpec(ValueError):
         self.name = name
         self.problems = problems
         count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
-        lines = [f"{count} in spec {name!r}"] + [f"  {where}: {msg}" if where else f"  {msg}" for where, msg in problems]
+        lines = [f"{count} in spec {name!r}"] + [
+            f"  {where}: {msg}" if where else f"  {msg}" for where, msg in problems
+        ]
         super().__init__("\n".join(lines))
 
 
@@ -160,8 +162,11 @@ class Spec:
         tools = _names(raw.get("tools", ()), "tools", problems)
         vocab = set(tools)
         untrusted_fields = _untrusted_fields(raw.get("untrusted"), problems, vocab)
-        lists = {key: _names(raw.get(key, ()), key, problems, vocab) for key in _TOOL_LISTS
-                 if not (key == "untrusted" and isinstance(raw.get(key), Mapping))}
+        lists = {
+            key: _names(raw.get(key, ()), key, problems, vocab)
+            for key in _TOOL_LISTS
+            if not (key == "untrusted" and isinstance(raw.get(key), Mapping))
+        }
         lists.setdefault("untrusted", list(untrusted_fields))
         before = _pairs(raw.get("before", ()), problems, vocab)
         overrides = _overrides(raw.get("severity", {}), problems)
@@ -331,10 +336,11 @@ def _same(value: Any, where: str, problems: list[tuple[str, str]]) -> tuple[str,
         return None
     if isinstance(value, str) and value:
         return value, value
-    if (isinstance(value, (list, tuple)) and len(value) == 2
-            and all(isinstance(v, str) and v for v in value)):
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, str) and v for v in value):
         return value[0], value[1]
-    problems.append((where, f"must be an argument name or [argument in then call, argument in first call], got {value!r}"))
+    problems.append(
+        (where, f"must be an argument name or [argument in then call, argument in first call], got {value!r}")
+    )
     return None
 
 
@@ -425,7 +431,7 @@ def _bound(rule: Mapping[str, Any], key: str, where: str, problems: list[tuple[s
 
 def _sources(value: Any, where: str, problems: list[tuple[str, str]], vocab: set[str]) -> frozenset[str]:
     if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value:
-        problems.append((where, f"must be a non-empty list of sources (\"user\", \"tool:NAME\"), got {value!r}"))
+        problems.append((where, f'must be a non-empty list of sources ("user", "tool:NAME"), got {value!r}'))
         return frozenset()
     out = set()
     for i, source in enumerate(value):
@@ -433,7 +439,7 @@ def _sources(value: Any, where: str, problems: list[tuple[str, str]], vocab: set
         if source == "user":
             out.add(source)
         elif not tool:
-            problems.append((f"{where}[{i}]", f"must be \"user\" or \"tool:NAME\", got {source!r}"))
+            problems.append((f"{where}[{i}]", f'must be "user" or "tool:NAME", got {source!r}'))
         elif vocab and tool not in vocab:
             problems.append((f"{where}[{i}]", f"unknown tool {tool!r}{_suggest(tool, vocab)}"))
         else:

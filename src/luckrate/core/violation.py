@@ -45,5 +45,10 @@ class Violation:
     """For ``taint``: the untrusted tool that supplied the value (a metric label; not in the JSON report)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"check": self.check, "severity": self.severity.value, "step": self.step,
-                "tool": self.tool, "detail": self.detail}
+        return {
+            "check": self.check,
+            "severity": self.severity.value,
+            "step": self.step,
+            "tool": self.tool,
+            "detail": self.detail,
+        }

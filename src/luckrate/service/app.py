@@ -56,18 +56,29 @@ _FLAGS = (
     ("--max-buffered-spans", "max_buffered_spans", int, "spans (and log records) buffered before back-pressure"),
     ("--max-request-bytes", "max_request_bytes", int, "largest request after decompression (default 64 MiB)"),
     ("--http-max-connections", "http_max_connections", int, "OTLP/HTTP connections served at once (default 256)"),
-    ("--http-request-timeout", "http_request_timeout", float,
-     "seconds for an OTLP/HTTP request's headers and body to arrive (default 30)"),
-    ("--http-idle-timeout", "http_idle_timeout", float,
-     "seconds an idle OTLP/HTTP connection stays open (default 15)"),
+    (
+        "--http-request-timeout",
+        "http_request_timeout",
+        float,
+        "seconds for an OTLP/HTTP request's headers and body to arrive (default 30)",
+    ),
+    ("--http-idle-timeout", "http_idle_timeout", float, "seconds an idle OTLP/HTTP connection stays open (default 15)"),
     ("--output-attribute", "output_attribute", str, "span attribute with the output verdict"),
     ("--output-evaluation", "output_evaluation", str, "gen_ai.evaluation.result name that decides output_ok"),
     ("--output-threshold", "output_threshold", float, "evaluation score at or above which the output passes"),
     ("--verdict-log", "verdict_log", str, "JSON Lines file of graded traces with violations"),
-    ("--verdict-log-all", "verdict_log_all", bool,
-     "with --verdict-log: a line for every graded trace, clean ones too (\"violations\": [])"),
-    ("--otlp-logs", "otlp_logs", str,
-     "send verdicts as gen_ai.evaluation.result log events over OTLP/HTTP to this URL (…/v1/logs)"),
+    (
+        "--verdict-log-all",
+        "verdict_log_all",
+        bool,
+        'with --verdict-log: a line for every graded trace, clean ones too ("violations": [])',
+    ),
+    (
+        "--otlp-logs",
+        "otlp_logs",
+        str,
+        "send verdicts as gen_ai.evaluation.result log events over OTLP/HTTP to this URL (…/v1/logs)",
+    ),
     ("--verdict-events", "verdict_events", str, "with --otlp-logs: violations (default) or all graded runs"),
     ("--max-agents", "max_agents", int, "with one SPEC: distinct agent labels before 'other' (default 20)"),
     ("--shutdown-timeout", "shutdown_timeout", float, "seconds to drain on SIGTERM (default 30)"),
@@ -75,8 +86,12 @@ _FLAGS = (
     ("--wal", "wal_dir", str, "write-ahead log directory: accepted requests survive kill -9 and are replayed at start"),
     ("--wal-sync", "wal_sync", str, "with --wal: sync to disk every interval (default) or every request"),
     ("--wal-sync-interval", "wal_sync_interval", float, "with --wal-sync interval: seconds between syncs (default 1)"),
-    ("--wal-max-bytes", "wal_max_bytes", int, "with --wal: most bytes the log holds; when full, requests are refused "
-                                              "with a retryable answer (default 1 GiB)"),
+    (
+        "--wal-max-bytes",
+        "wal_max_bytes",
+        int,
+        "with --wal: most bytes the log holds; when full, requests are refused with a retryable answer (default 1 GiB)",
+    ),
     ("--tls-cert", "tls_cert", str, "PEM certificate chain (TLS on both receivers)"),
     ("--tls-key", "tls_key", str, "PEM private key"),
     ("--tls-client-ca", "tls_client_ca", str, "PEM CA: require client certificates (mutual TLS)"),
@@ -187,14 +202,23 @@ def build(cfg: ServiceConfig, specs) -> Service:
         check_verdict_events(cfg)  # each grading process exports its own log events; fail here, not there
         budget = PoolBudget(cfg.max_buffered_spans, max_backlog=4 * cfg.max_request_bytes)
         grading = budget.pool = WorkerPool(cfg, n, telemetry, budget, wal=wal)
-        intake = Intake(grading.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute,
-                        owners=n, prepare=grading.prepare, wal=wal, submit_logs=grading.submit_logs,
-                        prepare_logs=grading.prepare_logs)
+        intake = Intake(
+            grading.submit,
+            budget,
+            telemetry.add,
+            keep_attribute=cfg.output_attribute,
+            owners=n,
+            prepare=grading.prepare,
+            wal=wal,
+            submit_logs=grading.submit_logs,
+            prepare_logs=grading.prepare_logs,
+        )
         grading.replay = intake.replay
     else:
         budget = SpanBudget(cfg.max_buffered_spans)
-        rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation,
-                          threshold=cfg.output_threshold)
+        rule = OutputRule(
+            attribute=cfg.output_attribute, evaluation=cfg.output_evaluation, threshold=cfg.output_threshold
+        )
         events = verdict_events(cfg, telemetry.add) if cfg.otlp_logs else None
         tally = Tally()  # the grader thread counts in plain dicts; the SDK sees a sum every tally.REPORT_EVERY s
         verdicts = VerdictLog(cfg.verdict_log, cfg.verdict_log_all) if cfg.verdict_log else None
@@ -205,24 +229,45 @@ def build(cfg: ServiceConfig, specs) -> Service:
             if held is not None:
                 held.flush()
 
-        worker = Worker(specs, lambda spans: trajectory_from_spans(spans, rule), tally, release=budget.release,
-                        verdict_log=(held if held is not None else verdicts) if verdicts else None,
-                        events=events, flush=flush, settled=held.add if held is not None else None)
+        worker = Worker(
+            specs,
+            lambda spans: trajectory_from_spans(spans, rule),
+            tally,
+            release=budget.release,
+            verdict_log=(held if held is not None else verdicts) if verdicts else None,
+            events=events,
+            flush=flush,
+            settled=held.add if held is not None else None,
+        )
         limits = Limits.from_config(cfg)
-        loop = AssemblerLoop(Assembler(worker.submit, limits=limits, count=telemetry.add, release=budget.release),
-                             tick=limits.bucket)
+        loop = AssemblerLoop(
+            Assembler(worker.submit, limits=limits, count=telemetry.add, release=budget.release), tick=limits.bucket
+        )
         grading = InProcess(loop, worker)
-        intake = Intake(loop.submit, budget, telemetry.add, keep_attribute=cfg.output_attribute, wal=wal,
-                        submit_logs=loop.submit_logs)
+        intake = Intake(
+            loop.submit,
+            budget,
+            telemetry.add,
+            keep_attribute=cfg.output_attribute,
+            wal=wal,
+            submit_logs=loop.submit_logs,
+        )
     common = dict(max_request_bytes=cfg.max_request_bytes, retry_after=cfg.retry_after, token=cfg.bearer_token)
     receivers = []
     if cfg.grpc is not None:
         receivers.append(GrpcReceiver(cfg.grpc, intake, credentials=grpc_credentials(cfg), **common))
     if cfg.http is not None:
-        receivers.append(HttpReceiver(cfg.http, intake, tls=http_context(cfg),
-                                      max_connections=cfg.http_max_connections,
-                                      request_timeout=cfg.http_request_timeout, idle_timeout=cfg.http_idle_timeout,
-                                      **common))
+        receivers.append(
+            HttpReceiver(
+                cfg.http,
+                intake,
+                tls=http_context(cfg),
+                max_connections=cfg.http_max_connections,
+                request_timeout=cfg.http_request_timeout,
+                idle_timeout=cfg.http_idle_timeout,
+                **common,
+            )
+        )
     metrics = MetricsServer(cfg.prometheus, prom) if prom is not None else None
     return Service(cfg, telemetry, budget, grading, intake, receivers, metrics, events, wal)
 
@@ -231,9 +276,15 @@ def open_wal(cfg: ServiceConfig, count, owners: int) -> WriteAheadLog:
     """The write-ahead log, its directory checked and locked; InvalidConfig (exit 2) when it is unusable."""
     # A trace is graded within max_trace_age of its first span (and a replayed one within that of the
     # restart), so twice that, plus the drain, is when whatever a segment still holds can only be a leak.
-    wal = WriteAheadLog(cfg.wal_dir, max_bytes=cfg.wal_max_bytes, sync=cfg.wal_sync,
-                        sync_interval=cfg.wal_sync_interval, memory=cfg.late_memory * owners,
-                        stale_after=2 * cfg.max_trace_age + cfg.shutdown_timeout, count=count)
+    wal = WriteAheadLog(
+        cfg.wal_dir,
+        max_bytes=cfg.wal_max_bytes,
+        sync=cfg.wal_sync,
+        sync_interval=cfg.wal_sync_interval,
+        memory=cfg.late_memory * owners,
+        stale_after=2 * cfg.max_trace_age + cfg.shutdown_timeout,
+        count=count,
+    )
     try:
         wal.open()
     except LogUnusable as e:
@@ -246,9 +297,16 @@ def replay(wal: WriteAheadLog, intake: Intake) -> None:
     done = wal.replay(intake.replay)
     wal.start()
     if done.records or done.damaged:
-        log.info("write-ahead log: replayed %d span(s) of %d trace(s) from %d request(s) in %.3f s "
-                 "(%d request(s) already graded, %d damaged record(s))", done.spans, done.traces, done.records,
-                 done.seconds, done.skipped, done.damaged)
+        log.info(
+            "write-ahead log: replayed %d span(s) of %d trace(s) from %d request(s) in %.3f s "
+            "(%d request(s) already graded, %d damaged record(s))",
+            done.spans,
+            done.traces,
+            done.records,
+            done.seconds,
+            done.skipped,
+            done.damaged,
+        )
 
 
 def _otlp_reader(cfg: ServiceConfig):
@@ -256,18 +314,29 @@ def _otlp_reader(cfg: ServiceConfig):
     try:
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     except ImportError:
-        raise InvalidConfig("command line", [(
-            "otlp_metrics", "needs the package opentelemetry-exporter-otlp-proto-http "
-                            "(pip install 'opentelemetry-exporter-otlp-proto-http')")]) from None
+        raise InvalidConfig(
+            "command line",
+            [
+                (
+                    "otlp_metrics",
+                    "needs the package opentelemetry-exporter-otlp-proto-http "
+                    "(pip install 'opentelemetry-exporter-otlp-proto-http')",
+                )
+            ],
+        ) from None
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
-    return PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=cfg.otlp_metrics),
-                                         export_interval_millis=cfg.otlp_metrics_interval * 1000)
+    return PeriodicExportingMetricReader(
+        OTLPMetricExporter(endpoint=cfg.otlp_metrics), export_interval_millis=cfg.otlp_metrics_interval * 1000
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=getattr(args, "log_level", "INFO") or "INFO", stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=getattr(args, "log_level", "INFO") or "INFO",
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     try:
         cfg = config_from_args(args)
         specs = load_specs(cfg.spec)

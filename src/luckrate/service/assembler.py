@@ -58,8 +58,14 @@ class Limits:
     @classmethod
     def from_config(cls, cfg: ServiceConfig) -> Limits:
         # A bucket of at most a quarter of root_grace, so a short grace is not stretched by the expiry tick.
-        return cls(cfg.root_grace, cfg.idle_timeout, cfg.max_trace_age, cfg.max_spans_per_trace, cfg.late_memory,
-                   bucket=min(cls.bucket, cfg.root_grace / 4))
+        return cls(
+            cfg.root_grace,
+            cfg.idle_timeout,
+            cfg.max_trace_age,
+            cfg.max_spans_per_trace,
+            cfg.late_memory,
+            bucket=min(cls.bucket, cfg.root_grace / 4),
+        )
 
 
 @dataclass(frozen=True)
@@ -148,9 +154,16 @@ class _Trace(list):
 class Assembler:
     """Single-threaded: only its owner calls ``add``, ``expire`` and ``drain``."""
 
-    def __init__(self, emit: Callable[[CompletedTrace], None], *, limits: Limits = Limits(),
-                 clock: Callable[[], float] = time.monotonic, count: Count = _no_count,
-                 release: Callable[[int], None] = lambda n: None, release_logs: Callable[[int], None] | None = None):
+    def __init__(
+        self,
+        emit: Callable[[CompletedTrace], None],
+        *,
+        limits: Limits = Limits(),
+        clock: Callable[[], float] = time.monotonic,
+        count: Count = _no_count,
+        release: Callable[[int], None] = lambda n: None,
+        release_logs: Callable[[int], None] | None = None,
+    ):
         """``release(n)``: n dropped spans' room back to the budget; ``release_logs`` the same for log
         records (by default ``release``: one budget holds both)."""
         self._emit = emit

@@ -126,15 +126,40 @@ class ServiceConfig:
 _NOT_KEYS = frozenset({"bearer_token"})
 KEYS = tuple(f.name for f in fields(ServiceConfig) if f.name not in _NOT_KEYS)
 _ENDPOINTS = ("grpc", "http", "prometheus")
-_POSITIVE_FLOATS = ("root_grace", "idle_timeout", "max_trace_age", "shutdown_timeout", "otlp_metrics_interval",
-                    "http_request_timeout", "http_idle_timeout", "wal_sync_interval")
-_POSITIVE_INTS = ("max_spans_per_trace", "max_buffered_spans", "max_request_bytes", "max_agents", "late_memory",
-                  "retry_after", "http_max_connections", "wal_max_bytes")
+_POSITIVE_FLOATS = (
+    "root_grace",
+    "idle_timeout",
+    "max_trace_age",
+    "shutdown_timeout",
+    "otlp_metrics_interval",
+    "http_request_timeout",
+    "http_idle_timeout",
+    "wal_sync_interval",
+)
+_POSITIVE_INTS = (
+    "max_spans_per_trace",
+    "max_buffered_spans",
+    "max_request_bytes",
+    "max_agents",
+    "late_memory",
+    "retry_after",
+    "http_max_connections",
+    "wal_max_bytes",
+)
 _STRINGS = ("spec", "output_attribute")
 _CHOICES = {"verdict_events": ("violations", "all"), "wal_sync": ("interval", "request")}
 _BOOLS = ("verdict_log_all",)
-_OPTIONAL_STRINGS = ("otlp_metrics", "otlp_logs", "output_evaluation", "verdict_log", "tls_cert", "tls_key",
-                     "tls_client_ca", "bearer_token_file", "wal_dir")
+_OPTIONAL_STRINGS = (
+    "otlp_metrics",
+    "otlp_logs",
+    "output_evaluation",
+    "verdict_log",
+    "tls_cert",
+    "tls_key",
+    "tls_client_ca",
+    "bearer_token_file",
+    "wal_dir",
+)
 
 
 def parse_endpoint(text: str) -> Endpoint | None:
@@ -157,7 +182,7 @@ def _check(key: str, value: Any, problems: list[tuple[str, str]]) -> Any:
             if isinstance(value, Endpoint) or value is None:
                 return value
             if not isinstance(value, str):
-                raise ValueError(f"expected \"HOST:PORT\" or \"off\", got {type(value).__name__}")
+                raise ValueError(f'expected "HOST:PORT" or "off", got {type(value).__name__}')
             return parse_endpoint(value)
         if key in _POSITIVE_FLOATS:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
@@ -199,7 +224,7 @@ def _workers(value: Any) -> int | str:
         return "auto"
     count = int(value.strip()) if isinstance(value, str) and value.strip().isdigit() else value  # flags are strings
     if isinstance(count, bool) or not isinstance(count, int) or count <= 0:
-        raise ValueError(f"expected a positive integer or \"auto\", got {value!r}")
+        raise ValueError(f'expected a positive integer or "auto", got {value!r}')
     return count
 
 
@@ -262,7 +287,7 @@ def finalize(cfg: ServiceConfig, source: str = "", env: Mapping[str, str] | None
     env = os.environ if env is None else env
     problems: list[tuple[str, str]] = []
     if not cfg.spec:
-        problems.append(("spec", "required (--spec FILE or spec = \"FILE\")"))
+        problems.append(("spec", 'required (--spec FILE or spec = "FILE")'))
     elif not Path(cfg.spec).is_file():
         problems.append(("spec", f"file not found: {cfg.spec}"))
     if bool(cfg.tls_cert) != bool(cfg.tls_key):

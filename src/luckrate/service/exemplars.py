@@ -26,8 +26,9 @@ _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
 def trace_context(trace_id: bytes, span_id: bytes) -> Context:
     """A context whose current span is the given (remote, sampled) span: it was exported to us, so sampled."""
-    ctx = SpanContext(int.from_bytes(trace_id, "big"), int.from_bytes(span_id, "big"), is_remote=True,
-                      trace_flags=_SAMPLED)
+    ctx = SpanContext(
+        int.from_bytes(trace_id, "big"), int.from_bytes(span_id, "big"), is_remote=True, trace_flags=_SAMPLED
+    )
     return trace.set_span_in_context(NonRecordingSpan(ctx))
 
 

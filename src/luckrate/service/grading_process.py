@@ -67,16 +67,28 @@ def worker_main(cfg: ServiceConfig, index: int, inbox, outbox, log_level: int = 
     logging.basicConfig(level=log_level, format=f"%(asctime)s %(levelname)s %(name)s[worker {index}]: %(message)s")
     specs = load_specs(cfg.spec)
     tally, lines = Tally(), _HeldLines(cfg.verdict_log_all)
-    rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation,
-                      threshold=cfg.output_threshold)
+    rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation, threshold=cfg.output_threshold)
     events = verdict_events(cfg, tally.add) if cfg.otlp_logs else None  # each grading process exports its own
-    worker = Worker(specs, lambda spans: trajectory_from_spans(spans, rule), tally, release=tally.release,
-                    verdict_log=lines if cfg.verdict_log else None, events=events,
-                    settled=tally.settle if cfg.wal_dir else None, release_logs=tally.release_records)
+    worker = Worker(
+        specs,
+        lambda spans: trajectory_from_spans(spans, rule),
+        tally,
+        release=tally.release,
+        verdict_log=lines if cfg.verdict_log else None,
+        events=events,
+        settled=tally.settle if cfg.wal_dir else None,
+        release_logs=tally.release_records,
+    )
     limits = Limits.from_config(cfg)
     clock = _StampedClock()
-    assembler = Assembler(worker.handle, limits=limits, clock=clock, count=tally.add, release=tally.release,
-                          release_logs=tally.release_records)
+    assembler = Assembler(
+        worker.handle,
+        limits=limits,
+        clock=clock,
+        count=tally.add,
+        release=tally.release,
+        release_logs=tally.release_records,
+    )
 
     tables = interning()  # this process's own compaction tables: its buffer shares through them
     last = time.monotonic()
@@ -92,8 +104,15 @@ def worker_main(cfg: ServiceConfig, index: int, inbox, outbox, log_level: int = 
                 if logs:
                     assembler.add_logs(events_at(logs_request_from_protobuf(body), picks))
                 else:
-                    assembler.add(records_at(request_from_protobuf(body), picks, keep_attribute=cfg.output_attribute,
-                                             packed=True, tables=tables))
+                    assembler.add(
+                        records_at(
+                            request_from_protobuf(body),
+                            picks,
+                            keep_attribute=cfg.output_attribute,
+                            packed=True,
+                            tables=tables,
+                        )
+                    )
             finally:
                 clock.stamp = None
         assembler.expire()
@@ -150,6 +169,6 @@ def receive_batch(conn) -> tuple[float, array, bytes, bool] | None:
     if not head:
         return None
     picks = array("I")
-    picks.frombytes(head[_STAMP.size:])
+    picks.frombytes(head[_STAMP.size :])
     stamp, logs = _STAMP.unpack_from(head)
     return stamp, picks, conn.recv_bytes(), logs

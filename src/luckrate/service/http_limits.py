@@ -22,6 +22,7 @@ LINGER_BYTES = 256 * 1024 * 1024
 unread makes a client that writes it all before reading (urllib) see a broken pipe instead of the answer."""
 CHUNK = 64 * 1024
 
+
 class Deadline:
     """When the current read must end. Between requests a connection may idle ``idle`` seconds; a request's
     first byte starts its own clock, and headers plus body must arrive within ``request`` seconds. A

@@ -74,19 +74,40 @@ class _Kind(NamedTuple):
     """How the partial-success message names an item."""
 
 
-SPANS = _Kind(judge_spans, "luckrate.spans.received", "luckrate.spans.accepted", "luckrate.spans.rejected",
-              "luckrate.requests.refused", "span")
-LOGS = _Kind(judge_records, "luckrate.log_records.received", "luckrate.log_records.accepted",
-             "luckrate.log_records.rejected", "luckrate.log_requests.refused", "log record")
+SPANS = _Kind(
+    judge_spans,
+    "luckrate.spans.received",
+    "luckrate.spans.accepted",
+    "luckrate.spans.rejected",
+    "luckrate.requests.refused",
+    "span",
+)
+LOGS = _Kind(
+    judge_records,
+    "luckrate.log_records.received",
+    "luckrate.log_records.accepted",
+    "luckrate.log_records.rejected",
+    "luckrate.log_requests.refused",
+    "log record",
+)
 
 
 class Intake:
     """Thread-safe: called concurrently by receiver threads."""
 
-    def __init__(self, submit: Callable[[list[SpanRecord]], None], budget: SpanBudget, count: Callable[..., None],
-                 *, keep_attribute: str = "luckrate.output_ok", owners: int = 1,
-                 prepare: Callable[..., Any] | None = None, wal: WriteAheadLog | None = None,
-                 submit_logs: Callable[[Any], None] | None = None, prepare_logs: Callable[..., Any] | None = None):
+    def __init__(
+        self,
+        submit: Callable[[list[SpanRecord]], None],
+        budget: SpanBudget,
+        count: Callable[..., None],
+        *,
+        keep_attribute: str = "luckrate.output_ok",
+        owners: int = 1,
+        prepare: Callable[..., Any] | None = None,
+        wal: WriteAheadLog | None = None,
+        submit_logs: Callable[[Any], None] | None = None,
+        prepare_logs: Callable[..., Any] | None = None,
+    ):
         """Each request is judged once (``judge_spans``), its usable spans' positions shared out among
         ``owners`` grading processes; ``prepare(request, judged, raw)`` makes what ``submit`` takes, by
         default the records of those spans. Grading processes take the request itself
@@ -127,8 +148,15 @@ class Intake:
             raise RuntimeError("this intake takes no log records")
         return self._take(LOGS, request, transport, raw, self._prepare_logs, self._submit_logs)
 
-    def _take(self, kind: _Kind, request: Any, transport: str, raw: bytes | None, prepare: Callable[..., Any],
-              submit: Callable[[Any], None]) -> Outcome:
+    def _take(
+        self,
+        kind: _Kind,
+        request: Any,
+        transport: str,
+        raw: bytes | None,
+        prepare: Callable[..., Any],
+        submit: Callable[[Any], None],
+    ) -> Outcome:
         # Reserve buffer space before compacting: a saturated server otherwise spent most of its CPU
         # compacting retried requests only to throw the records away (the README's Benchmarks section).
         if kind is SPANS:  # an export of traces with no spans counts here (logs have counters of their own)
@@ -166,8 +194,9 @@ class Intake:
         return self._throttle(kind, transport, usable, bad)
 
     @staticmethod
-    def _logged(request: ExportTraceServiceRequest, judged: Judged, raw: bytes | None,
-                prepared: Any) -> tuple[bytes, set[bytes]]:
+    def _logged(
+        request: ExportTraceServiceRequest, judged: Judged, raw: bytes | None, prepared: Any
+    ) -> tuple[bytes, set[bytes]]:
         """What the log keeps of a request: its encoding, and the trace ids of its usable spans: from the
         records when ``prepare`` made them (one process; a walk over the request's spans cost 0.4 µs a
         span more), else from the spans at the positions judged usable."""

@@ -189,8 +189,9 @@ class MetricsServer:
         except OSError as e:
             raise OSError(e.errno, f"prometheus {self.endpoint}: cannot bind ({e.strerror})") from None
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.1,), name="luckrate-metrics",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.1,), name="luckrate-metrics", daemon=True
+        )
         self._thread.start()
 
     def shutdown(self) -> None:

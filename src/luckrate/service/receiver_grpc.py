@@ -58,8 +58,17 @@ def _health_response(serving_status: int) -> bytes:
 
 
 class GrpcReceiver:
-    def __init__(self, endpoint: Endpoint, intake: Intake, *, max_request_bytes: int, retry_after: int,
-                 token: str | None = None, credentials: grpc.ServerCredentials | None = None, workers: int = 8):
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        intake: Intake,
+        *,
+        max_request_bytes: int,
+        retry_after: int,
+        token: str | None = None,
+        credentials: grpc.ServerCredentials | None = None,
+        workers: int = 8,
+    ):
         self.name = "grpc"
         self.endpoint = endpoint
         self._intake = intake
@@ -77,20 +86,28 @@ class GrpcReceiver:
             ThreadPoolExecutor(self._workers, thread_name_prefix="luckrate-grpc"),
             # so_reuseport off: with it on (gRPC's default) a second server on the same port starts too, and
             # the kernel splits connections between them, so each grades half of every trace.
-            options=[("grpc.max_receive_message_length", self._max),
-                     ("grpc.max_send_message_length", MAX_RESPONSE),
-                     ("grpc.so_reuseport", 0)])
+            options=[
+                ("grpc.max_receive_message_length", self._max),
+                ("grpc.max_send_message_length", MAX_RESPONSE),
+                ("grpc.so_reuseport", 0),
+            ],
+        )
         export = grpc.unary_unary_rpc_method_handler(
-            self._export, response_serializer=ExportTraceServiceResponse.SerializeToString)
+            self._export, response_serializer=ExportTraceServiceResponse.SerializeToString
+        )
         export_logs = grpc.unary_unary_rpc_method_handler(
-            self._export_logs, response_serializer=ExportLogsServiceResponse.SerializeToString)
+            self._export_logs, response_serializer=ExportLogsServiceResponse.SerializeToString
+        )
         check = grpc.unary_unary_rpc_method_handler(
-            self._check, request_deserializer=_health_request, response_serializer=_health_response)
-        self._server.add_generic_rpc_handlers((
-            grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": export}),
-            grpc.method_handlers_generic_handler(LOGS_SERVICE, {"Export": export_logs}),
-            grpc.method_handlers_generic_handler(HEALTH_SERVICE, {"Check": check}),
-        ))
+            self._check, request_deserializer=_health_request, response_serializer=_health_response
+        )
+        self._server.add_generic_rpc_handlers(
+            (
+                grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": export}),
+                grpc.method_handlers_generic_handler(LOGS_SERVICE, {"Export": export_logs}),
+                grpc.method_handlers_generic_handler(HEALTH_SERVICE, {"Check": check}),
+            )
+        )
         address = str(self.endpoint)
         try:
             if self._credentials is not None:
@@ -118,15 +135,21 @@ class GrpcReceiver:
     def _export(self, body: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
         outcome = self._take(body, context, logs=False)
         if outcome.rejected or outcome.message:
-            return ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(
-                rejected_spans=outcome.rejected, error_message=outcome.message))
+            return ExportTraceServiceResponse(
+                partial_success=ExportTracePartialSuccess(
+                    rejected_spans=outcome.rejected, error_message=outcome.message
+                )
+            )
         return ExportTraceServiceResponse()
 
     def _export_logs(self, body: bytes, context: grpc.ServicerContext) -> ExportLogsServiceResponse:
         outcome = self._take(body, context, logs=True)
         if outcome.rejected or outcome.message:
-            return ExportLogsServiceResponse(partial_success=ExportLogsPartialSuccess(
-                rejected_log_records=outcome.rejected, error_message=outcome.message))
+            return ExportLogsServiceResponse(
+                partial_success=ExportLogsPartialSuccess(
+                    rejected_log_records=outcome.rejected, error_message=outcome.message
+                )
+            )
         return ExportLogsServiceResponse()
 
     def _take(self, body: bytes, context: grpc.ServicerContext, logs: bool):
@@ -148,12 +171,17 @@ class GrpcReceiver:
         outcome = accept(request, "grpc", raw=body)
         if outcome.throttled:
             # UNAVAILABLE when the write-ahead log cannot take it: retryable too, and not a full buffer.
-            code, number = ((grpc.StatusCode.UNAVAILABLE, status.UNAVAILABLE) if outcome.unavailable
-                            else (grpc.StatusCode.RESOURCE_EXHAUSTED, status.RESOURCE_EXHAUSTED))
+            code, number = (
+                (grpc.StatusCode.UNAVAILABLE, status.UNAVAILABLE)
+                if outcome.unavailable
+                else (grpc.StatusCode.RESOURCE_EXHAUSTED, status.RESOURCE_EXHAUSTED)
+            )
             details = status.encode_status(number, outcome.message, self._retry_after)
             # RetryInfo twice: in the status details (read by the Collector's Go exporter) and under its
             # own -bin key (read by the OTel Python exporter).
-            trailers = (("grpc-status-details-bin", details),
-                        ("google.rpc.retryinfo-bin", status.retry_info(self._retry_after)))
+            trailers = (
+                ("grpc-status-details-bin", details),
+                ("google.rpc.retryinfo-bin", status.retry_info(self._retry_after)),
+            )
             context.abort_with_status(_Status(code, outcome.message, trailers))
         return outcome

@@ -69,17 +69,38 @@ UNIMPLEMENTED = 12
 
 
 class _Refused(Exception):
-    def __init__(self, http_code: int, grpc_code: int, message: str, reason: str | None,
-                 headers: tuple[tuple[str, str], ...] = ()):
+    def __init__(
+        self,
+        http_code: int,
+        grpc_code: int,
+        message: str,
+        reason: str | None,
+        headers: tuple[tuple[str, str], ...] = (),
+    ):
         super().__init__(message)
         self.http_code, self.grpc_code, self.message, self.reason, self.headers = (
-            http_code, grpc_code, message, reason, headers)
+            http_code,
+            grpc_code,
+            message,
+            reason,
+            headers,
+        )
 
 
 class HttpReceiver:
-    def __init__(self, endpoint: Endpoint, intake: Intake, *, max_request_bytes: int, retry_after: int,
-                 token: str | None = None, tls: ssl.SSLContext | None = None, max_connections: int = 256,
-                 request_timeout: float = 30.0, idle_timeout: float = 15.0):
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        intake: Intake,
+        *,
+        max_request_bytes: int,
+        retry_after: int,
+        token: str | None = None,
+        tls: ssl.SSLContext | None = None,
+        max_connections: int = 256,
+        request_timeout: float = 30.0,
+        idle_timeout: float = 15.0,
+    ):
         self.name = "http"
         self.endpoint = endpoint
         self.intake = intake
@@ -156,9 +177,11 @@ def _busy_response(retry_after: int) -> bytes:
     """The whole 503 for a connection over the cap. It is sent before the request is read, so its body is
     a protobuf google.rpc.Status (the common OTLP encoding); clients act on the status and Retry-After."""
     body = status.encode_status(UNAVAILABLE, "too many connections: retry later", retry_after)
-    head = ("HTTP/1.1 503 Service Unavailable\r\nServer: luckrate\r\n"
-            f"Content-Type: {PROTOBUF}\r\nContent-Length: {len(body)}\r\n"
-            f"Retry-After: {retry_after}\r\nConnection: close\r\n\r\n")
+    head = (
+        "HTTP/1.1 503 Service Unavailable\r\nServer: luckrate\r\n"
+        f"Content-Type: {PROTOBUF}\r\nContent-Length: {len(body)}\r\n"
+        f"Retry-After: {retry_after}\r\nConnection: close\r\n\r\n"
+    )
     return head.encode() + body
 
 
@@ -213,8 +236,10 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
                 self._plain(404, "not found\n")
 
         do_PUT = do_DELETE = do_PATCH = do_HEAD = lambda self: (
-            self._plain(405, "use POST\n", (("Allow", "POST"),)) if self.path.split("?")[0] in EXPORT_PATHS
-            else self._plain(404, "not found\n"))
+            self._plain(405, "use POST\n", (("Allow", "POST"),))
+            if self.path.split("?")[0] in EXPORT_PATHS
+            else self._plain(404, "not found\n")
+        )
 
         def do_POST(self) -> None:
             path = self.path.split("?")[0]
@@ -236,28 +261,44 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
 
         def _export(self, ctype: str, logs: bool) -> Outcome:
             try:
-                frame = framing(self.request_version, self.headers.get_all("Transfer-Encoding") or [],
-                                self.headers.get_all("Content-Length") or [])
+                frame = framing(
+                    self.request_version,
+                    self.headers.get_all("Transfer-Encoding") or [],
+                    self.headers.get_all("Content-Length") or [],
+                )
             except BadFraming as e:
                 self._linger()  # where the body ends is unknown: this connection is not reused
                 raise _framing_refused(e) from None
             if not token_ok(receiver.token, self.headers.get("Authorization")):
                 self._drain_body(frame)
-                raise _Refused(401, status.UNAUTHENTICATED, "missing or invalid bearer token", "unauthenticated",
-                               (("WWW-Authenticate", "Bearer"),))
+                raise _Refused(
+                    401,
+                    status.UNAUTHENTICATED,
+                    "missing or invalid bearer token",
+                    "unauthenticated",
+                    (("WWW-Authenticate", "Bearer"),),
+                )
             if ctype not in (PROTOBUF, JSON):
                 self._drain_body(frame)
-                raise _Refused(415, 3, f"unsupported Content-Type {ctype[:60]!r}; use {PROTOBUF} or {JSON}",
-                               "unsupported_media_type")
+                raise _Refused(
+                    415,
+                    3,
+                    f"unsupported Content-Type {ctype[:60]!r}; use {PROTOBUF} or {JSON}",
+                    "unsupported_media_type",
+                )
             body = self._read_body(frame)
             encoding = (self.headers.get("Content-Encoding") or "").strip().lower()
             request, raw = receiver.decode(body, ctype, encoding, logs)
             accept = receiver.intake.accept_logs if logs else receiver.intake.accept
             outcome = accept(request, "http", raw=raw)
             if outcome.throttled:  # 503 when the write-ahead log cannot take it, 429 for a full buffer
-                raise _Refused(503 if outcome.unavailable else 429,
-                               UNAVAILABLE if outcome.unavailable else status.RESOURCE_EXHAUSTED, outcome.message,
-                               None, (("Retry-After", str(receiver.retry_after)),))
+                raise _Refused(
+                    503 if outcome.unavailable else 429,
+                    UNAVAILABLE if outcome.unavailable else status.RESOURCE_EXHAUSTED,
+                    outcome.message,
+                    None,
+                    (("Retry-After", str(receiver.retry_after)),),
+                )
             return outcome
 
         def _read_body(self, frame: Framing) -> bytes:
@@ -336,13 +377,15 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
             if logs:
                 response = ExportLogsServiceResponse()
                 if outcome.rejected or outcome.message:
-                    response.partial_success.CopyFrom(ExportLogsPartialSuccess(
-                        rejected_log_records=outcome.rejected, error_message=outcome.message))
+                    response.partial_success.CopyFrom(
+                        ExportLogsPartialSuccess(rejected_log_records=outcome.rejected, error_message=outcome.message)
+                    )
             else:
                 response = ExportTraceServiceResponse()
                 if outcome.rejected or outcome.message:
-                    response.partial_success.CopyFrom(ExportTracePartialSuccess(
-                        rejected_spans=outcome.rejected, error_message=outcome.message))
+                    response.partial_success.CopyFrom(
+                        ExportTracePartialSuccess(rejected_spans=outcome.rejected, error_message=outcome.message)
+                    )
             if ctype == JSON:
                 body = json_format.MessageToJson(response, indent=None).encode()
             else:

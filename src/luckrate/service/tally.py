@@ -98,8 +98,16 @@ class Tally:
         return bool(self.counts or self.samples or self.settled or self.traces or self.settled_records)
 
     def cut(self, lines: list[str], done: bool = False) -> Report:
-        report = Report(self.counts, self.samples, lines, self.settled, done, self.exemplars, traces=self.traces,
-                        settled_records=self.settled_records)
+        report = Report(
+            self.counts,
+            self.samples,
+            lines,
+            self.settled,
+            done,
+            self.exemplars,
+            traces=self.traces,
+            settled_records=self.settled_records,
+        )
         self._reset()
         return report
 

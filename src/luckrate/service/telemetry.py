@@ -31,8 +31,28 @@ MAX_LABEL = 128
 
 # Finer between 0.5 and 3 s: the verdict delay is the run's own length plus root_grace (2 s by default)
 # plus grading, and coarse buckets there hid what grading adds (benchmarks could only say "in (0.5, 1]").
-SECONDS_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 5.0, 10.0,
-                   30.0, 60.0, 120.0, 300.0)
+SECONDS_BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    1.5,
+    2.0,
+    2.5,
+    3.0,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+)
 
 
 @dataclass(frozen=True)
@@ -52,65 +72,151 @@ class Instrument:
 
 
 INSTRUMENTS: tuple[Instrument, ...] = (
-    Instrument("luckrate.runs", "counter", "{run}",
-               "Graded runs by output verdict (pass/fail/unknown) and path verdict (ok/bad)",
-               ("agent", "spec", "output", "path"), exemplar=True),
-    Instrument("luckrate.violations", "counter", "{violation}", "Violations found in graded runs",
-               ("agent", "check", "severity", "tool"), exemplar=True),
-    Instrument("luckrate.taint", "counter", "{finding}",
-               "Taint findings: an untrusted tool's output reached a privileged tool's arguments",
-               ("agent", "privileged_tool", "source_tool"), exemplar=True),
-    Instrument("luckrate.spans.received", "counter", "{span}", "Spans in decoded export requests",
-               ("transport",)),
+    Instrument(
+        "luckrate.runs",
+        "counter",
+        "{run}",
+        "Graded runs by output verdict (pass/fail/unknown) and path verdict (ok/bad)",
+        ("agent", "spec", "output", "path"),
+        exemplar=True,
+    ),
+    Instrument(
+        "luckrate.violations",
+        "counter",
+        "{violation}",
+        "Violations found in graded runs",
+        ("agent", "check", "severity", "tool"),
+        exemplar=True,
+    ),
+    Instrument(
+        "luckrate.taint",
+        "counter",
+        "{finding}",
+        "Taint findings: an untrusted tool's output reached a privileged tool's arguments",
+        ("agent", "privileged_tool", "source_tool"),
+        exemplar=True,
+    ),
+    Instrument("luckrate.spans.received", "counter", "{span}", "Spans in decoded export requests", ("transport",)),
     Instrument("luckrate.spans.accepted", "counter", "{span}", "Spans taken into the trace buffer"),
-    Instrument("luckrate.spans.rejected", "counter", "{span}",
-               "Spans refused: unusable ids (partial success) or buffer full (client retries)", ("reason",)),
-    Instrument("luckrate.spans.duplicate", "counter", "{span}",
-               "Accepted spans dropped because their (trace id, span id) was already buffered"),
-    Instrument("luckrate.spans.late", "counter", "{span}",
-               "Accepted spans dropped because their trace was already graded"),
+    Instrument(
+        "luckrate.spans.rejected",
+        "counter",
+        "{span}",
+        "Spans refused: unusable ids (partial success) or buffer full (client retries)",
+        ("reason",),
+    ),
+    Instrument(
+        "luckrate.spans.duplicate",
+        "counter",
+        "{span}",
+        "Accepted spans dropped because their (trace id, span id) was already buffered",
+    ),
+    Instrument(
+        "luckrate.spans.late", "counter", "{span}", "Accepted spans dropped because their trace was already graded"
+    ),
     Instrument("luckrate.spans.assembled", "counter", "{span}", "Spans handed to the grader inside completed traces"),
-    Instrument("luckrate.spans.lost", "counter", "{span}",
-               "Accepted spans lost before grading: the grading process holding them died", ("reason",)),
-    Instrument("luckrate.spans.replayed", "counter", "{span}",
-               "Spans read back from the write-ahead log and buffered again, their traces not yet graded: at start "
-               "(accepted before a restart), or for a grading process that died"),
-    Instrument("luckrate.requests.received", "counter", "{request}",
-               "Trace export requests decoded, including ones with no spans", ("transport",)),
-    Instrument("luckrate.requests.refused", "counter", "{request}",
-               "Export requests or HTTP connections refused whole (too large, undecodable, unauthenticated, bad media "
-               "type, buffer full, over the connection cap, request deadline passed, write-ahead log full or failing)",
-               ("transport", "reason")),
-    Instrument("luckrate.log_records.received", "counter", "{record}", "Log records in decoded logs export requests",
-               ("transport",)),
-    Instrument("luckrate.log_records.accepted", "counter", "{record}",
-               "Log records taken into the buffer, to be joined to their traces"),
-    Instrument("luckrate.log_records.rejected", "counter", "{record}",
-               "Log records refused: not an event luckrate reads, no trace id (partial success), or buffer full "
-               "(client retries)", ("reason",)),
-    Instrument("luckrate.log_records.dropped", "counter", "{record}",
-               "Accepted log records not joined to a graded trace: its trace was already graded, no span of it "
-               "arrived, over the per-trace limit, or the grading process holding them died", ("reason",)),
-    Instrument("luckrate.log_records.assembled", "counter", "{record}",
-               "Log records handed to the grader inside completed traces"),
-    Instrument("luckrate.log_requests.refused", "counter", "{request}",
-               "Logs export requests refused whole (too large, undecodable, unauthenticated, bad media type, "
-               "buffer full)", ("transport", "reason")),
+    Instrument(
+        "luckrate.spans.lost",
+        "counter",
+        "{span}",
+        "Accepted spans lost before grading: the grading process holding them died",
+        ("reason",),
+    ),
+    Instrument(
+        "luckrate.spans.replayed",
+        "counter",
+        "{span}",
+        "Spans read back from the write-ahead log and buffered again, their traces not yet graded: at start "
+        "(accepted before a restart), or for a grading process that died",
+    ),
+    Instrument(
+        "luckrate.requests.received",
+        "counter",
+        "{request}",
+        "Trace export requests decoded, including ones with no spans",
+        ("transport",),
+    ),
+    Instrument(
+        "luckrate.requests.refused",
+        "counter",
+        "{request}",
+        "Export requests or HTTP connections refused whole (too large, undecodable, unauthenticated, bad media "
+        "type, buffer full, over the connection cap, request deadline passed, write-ahead log full or failing)",
+        ("transport", "reason"),
+    ),
+    Instrument(
+        "luckrate.log_records.received",
+        "counter",
+        "{record}",
+        "Log records in decoded logs export requests",
+        ("transport",),
+    ),
+    Instrument(
+        "luckrate.log_records.accepted",
+        "counter",
+        "{record}",
+        "Log records taken into the buffer, to be joined to their traces",
+    ),
+    Instrument(
+        "luckrate.log_records.rejected",
+        "counter",
+        "{record}",
+        "Log records refused: not an event luckrate reads, no trace id (partial success), or buffer full "
+        "(client retries)",
+        ("reason",),
+    ),
+    Instrument(
+        "luckrate.log_records.dropped",
+        "counter",
+        "{record}",
+        "Accepted log records not joined to a graded trace: its trace was already graded, no span of it "
+        "arrived, over the per-trace limit, or the grading process holding them died",
+        ("reason",),
+    ),
+    Instrument(
+        "luckrate.log_records.assembled",
+        "counter",
+        "{record}",
+        "Log records handed to the grader inside completed traces",
+    ),
+    Instrument(
+        "luckrate.log_requests.refused",
+        "counter",
+        "{request}",
+        "Logs export requests refused whole (too large, undecodable, unauthenticated, bad media type, buffer full)",
+        ("transport", "reason"),
+    ),
     Instrument("luckrate.traces.active", "updown", "{trace}", "Traces buffered and not yet complete"),
-    Instrument("luckrate.traces.completed", "counter", "{trace}", "Traces completed, by what completed them",
-               ("reason",)),
-    Instrument("luckrate.traces.ungraded", "counter", "{trace}",
-               "Completed traces not graded, by reason (no spec for the agent, unreadable spans)", ("reason",)),
+    Instrument(
+        "luckrate.traces.completed", "counter", "{trace}", "Traces completed, by what completed them", ("reason",)
+    ),
+    Instrument(
+        "luckrate.traces.ungraded",
+        "counter",
+        "{trace}",
+        "Completed traces not graded, by reason (no spec for the agent, unreadable spans)",
+        ("reason",),
+    ),
     Instrument("luckrate.grade.errors", "counter", "{trace}", "Completed traces whose grading raised"),
     Instrument("luckrate.grade.duration", "histogram", "s", "Time to adapt and grade one trace"),
     Instrument("luckrate.verdict.delay", "histogram", "s", "Time from a trace's first received span to its verdict"),
     Instrument("luckrate.wal.bytes", "updown", "By", "Bytes in the write-ahead log's segment files (--wal)"),
-    Instrument("luckrate.wal.records.damaged", "counter", "{record}",
-               "Write-ahead log records that could not be read back at start: cut short at a segment's end (a "
-               "crash mid-write; truncated) or failing their checksum (skipped)", ("reason",)),
-    Instrument("luckrate.verdict_events.dropped", "counter", "{event}",
-               "Verdict log events (--otlp-logs) not delivered: queue full (endpoint slow or down), export failed, "
-               "still queued at shutdown", ("reason",)),
+    Instrument(
+        "luckrate.wal.records.damaged",
+        "counter",
+        "{record}",
+        "Write-ahead log records that could not be read back at start: cut short at a segment's end (a "
+        "crash mid-write; truncated) or failing their checksum (skipped)",
+        ("reason",),
+    ),
+    Instrument(
+        "luckrate.verdict_events.dropped",
+        "counter",
+        "{event}",
+        "Verdict log events (--otlp-logs) not delivered: queue full (endpoint slow or down), export failed, "
+        "still queued at shutdown",
+        ("reason",),
+    ),
 )
 BY_NAME = {i.name: i for i in INSTRUMENTS}
 _KEYS = {i.name: frozenset(i.attributes) for i in INSTRUMENTS}
@@ -119,8 +225,16 @@ COMPLETION_REASONS = ("root_ended", "idle", "max_age", "max_spans", "shutdown")
 UNGRADED_REASONS = ("no_spec", "invalid")
 WAL_REFUSALS = ("wal_full", "wal_error")
 """The write-ahead log could not take a request: full (``wal_max_bytes`` or the disk), or writing failed."""
-REFUSAL_REASONS = ("too_large", "undecodable", "unauthenticated", "unsupported_media_type", "buffer_full",
-                   "connection_limit", "request_timeout", *WAL_REFUSALS)
+REFUSAL_REASONS = (
+    "too_large",
+    "undecodable",
+    "unauthenticated",
+    "unsupported_media_type",
+    "buffer_full",
+    "connection_limit",
+    "request_timeout",
+    *WAL_REFUSALS,
+)
 TRANSPORTS = ("grpc", "http")
 REJECTION_REASONS = (*REJECT_REASONS, "buffer_full", *WAL_REFUSALS)
 VERDICT_EVENT_DROPS = ("queue_full", "export_failed", "shutdown")
@@ -147,8 +261,10 @@ ZERO_SERIES: tuple[tuple[str, tuple[dict[str, str], ...]], ...] = (
     ("luckrate.log_records.rejected", tuple({"reason": r} for r in LOG_REJECTION_REASONS)),
     ("luckrate.log_records.dropped", tuple({"reason": r} for r in LOG_DROP_REASONS)),
     ("luckrate.log_records.assembled", ({},)),
-    ("luckrate.log_requests.refused",
-     tuple({"transport": t, "reason": r} for t in TRANSPORTS for r in LOG_REFUSAL_REASONS)),
+    (
+        "luckrate.log_requests.refused",
+        tuple({"transport": t, "reason": r} for t in TRANSPORTS for r in LOG_REFUSAL_REASONS),
+    ),
     ("luckrate.traces.completed", tuple({"reason": r} for r in COMPLETION_REASONS)),
     ("luckrate.traces.ungraded", tuple({"reason": r} for r in UNGRADED_REASONS)),
     ("luckrate.grade.errors", ({},)),
@@ -203,11 +319,17 @@ class Telemetry:
         self.labels = labels
         # Exemplars only from measurements recorded with a graded trace's context (``run``), whatever
         # OTEL_METRICS_EXEMPLAR_FILTER says; the latest one per series, not the SDK's random pick.
-        views = [View(instrument_name=i.name, exemplar_reservoir_factory=latest_reservoir_factory)
-                 for i in INSTRUMENTS if i.exemplar]
-        self.provider = MeterProvider(metric_readers=list(readers), views=views,
-                                      exemplar_filter=TraceBasedExemplarFilter(),
-                                      resource=Resource.create({"service.name": "luckrate"}))
+        views = [
+            View(instrument_name=i.name, exemplar_reservoir_factory=latest_reservoir_factory)
+            for i in INSTRUMENTS
+            if i.exemplar
+        ]
+        self.provider = MeterProvider(
+            metric_readers=list(readers),
+            views=views,
+            exemplar_filter=TraceBasedExemplarFilter(),
+            resource=Resource.create({"service.name": "luckrate"}),
+        )
         meter = self.provider.get_meter("luckrate.service")
         self._i = {inst.name: _create(meter, inst) for inst in INSTRUMENTS}
         self._closed = False
@@ -232,15 +354,27 @@ class Telemetry:
         (trace id, root span id): the exemplar of bad-path runs, violations and taint findings."""
         agent = self.labels.agent(grade.agent)
         ctx = self.exemplar(trace) if trace and not grade.path_ok else None
-        self.add("luckrate.runs", agent=agent, spec=spec_label, output=grade.output,
-                 path="ok" if grade.path_ok else "bad", context=ctx)
+        self.add(
+            "luckrate.runs",
+            agent=agent,
+            spec=spec_label,
+            output=grade.output,
+            path="ok" if grade.path_ok else "bad",
+            context=ctx,
+        )
         for v in grade.violations:
             tool = self.labels.tool(v.tool, spec)
-            self.add("luckrate.violations", agent=agent, check=v.check, severity=str(v.severity), tool=tool,
-                     context=ctx)
+            self.add(
+                "luckrate.violations", agent=agent, check=v.check, severity=str(v.severity), tool=tool, context=ctx
+            )
             if v.check == "taint":
-                self.add("luckrate.taint", agent=agent, privileged_tool=tool,
-                         source_tool=self.labels.tool(v.source, spec), context=ctx)
+                self.add(
+                    "luckrate.taint",
+                    agent=agent,
+                    privileged_tool=tool,
+                    source_tool=self.labels.tool(v.source, spec),
+                    context=ctx,
+                )
 
     @staticmethod
     def exemplar(trace: tuple[bytes, bytes]) -> Context:
@@ -262,5 +396,9 @@ def _create(meter, inst: Instrument):
         return meter.create_counter(inst.name, unit=inst.unit, description=inst.description)
     if inst.kind == "updown":
         return meter.create_up_down_counter(inst.name, unit=inst.unit, description=inst.description)
-    return meter.create_histogram(inst.name, unit=inst.unit, description=inst.description,
-                                  explicit_bucket_boundaries_advisory=list(SECONDS_BUCKETS))
+    return meter.create_histogram(
+        inst.name,
+        unit=inst.unit,
+        description=inst.description,
+        explicit_bucket_boundaries_advisory=list(SECONDS_BUCKETS),
+    )

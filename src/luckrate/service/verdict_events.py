@@ -146,8 +146,16 @@ class _Counted(LogRecordExporter):
 class VerdictEvents:
     """Publishes verdicts as log records; ``publish`` is called by the worker thread and never blocks."""
 
-    def __init__(self, exporter: LogRecordExporter, count: Count, *, mode: str = "violations",
-                 max_queue: int = 2048, batch_size: int = 512, schedule_delay: float = 1.0):
+    def __init__(
+        self,
+        exporter: LogRecordExporter,
+        count: Count,
+        *,
+        mode: str = "violations",
+        max_queue: int = 2048,
+        batch_size: int = 512,
+        schedule_delay: float = 1.0,
+    ):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.mode = mode
@@ -156,9 +164,14 @@ class VerdictEvents:
         self._exporter = _Counted(exporter, self._gate, count)
         self.provider = LoggerProvider(resource=Resource.create({"service.name": "luckrate"}))
         # max_queue_size equal to the gate's limit: the processor's own (uncounted) drop never happens.
-        self.provider.add_log_record_processor(BatchLogRecordProcessor(
-            self._exporter, schedule_delay_millis=schedule_delay * 1000,
-            max_export_batch_size=min(batch_size, max_queue), max_queue_size=max_queue))
+        self.provider.add_log_record_processor(
+            BatchLogRecordProcessor(
+                self._exporter,
+                schedule_delay_millis=schedule_delay * 1000,
+                max_export_batch_size=min(batch_size, max_queue),
+                max_queue_size=max_queue,
+            )
+        )
         self._logger = self.provider.get_logger("luckrate.service")
         self._closed = False
 
@@ -175,11 +188,13 @@ class VerdictEvents:
         attrs = attributes(grade, spec_label)
         try:
             self._logger.emit(
-                event_name=EVENT_NAME, context=trace_context(trace_id, span_id),
+                event_name=EVENT_NAME,
+                context=trace_context(trace_id, span_id),
                 # A bad path is worth a look (WARN), a clean one is not.
                 severity_number=SeverityNumber.INFO if grade.path_ok else SeverityNumber.WARN,
                 severity_text="INFO" if grade.path_ok else "WARN",
-                body=summary(attrs), attributes=attrs,
+                body=summary(attrs),
+                attributes=attrs,
             )
         except Exception:  # the trace is graded and counted; a failing event must not make it a grade error
             log.exception("verdict event for trace %s not emitted", trace_id.hex())

@@ -89,9 +89,19 @@ class WriteAheadLog:
     """Thread-safe. ``open`` (checks the directory, takes its lock) → ``replay`` → ``append`` /
     ``settle`` → ``close``."""
 
-    def __init__(self, directory: str | Path, *, max_bytes: int, sync: str = "interval", sync_interval: float = 1.0,
-                 segment_bytes: int = SEGMENT_BYTES, memory: int = 100_000, stale_after: float = 600.0,
-                 count: Count = _no_count, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        max_bytes: int,
+        sync: str = "interval",
+        sync_interval: float = 1.0,
+        segment_bytes: int = SEGMENT_BYTES,
+        memory: int = 100_000,
+        stale_after: float = 600.0,
+        count: Count = _no_count,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         """``memory``: settled trace ids remembered, so that a late span's record is marked settled at once
         (its trace will not be graded again). ``stale_after``: seconds after which a closed segment is
         deleted even with traces open in it (none can still be buffered; see ``_trim``)."""
@@ -176,7 +186,7 @@ class WriteAheadLog:
                     skipped += not ids
                     self._note(seg, ids)
                     traces.update(ids)
-        self._settled.update(dict.fromkeys(list(settled)[-self._memory:]))
+        self._settled.update(dict.fromkeys(list(settled)[-self._memory :]))
         self._start_segment()
         with self._lock:
             self._trim()
@@ -196,12 +206,20 @@ class WriteAheadLog:
             if isinstance(item, fmt.Damage) and repair:
                 self._count("luckrate.wal.records.damaged", 1, reason=item.reason)
                 if item.reason == "torn_tail":
-                    log.warning("write-ahead log: %s torn at byte %d of %d (a write cut short); truncated",
-                                seg.path.name, item.start, len(raw))
+                    log.warning(
+                        "write-ahead log: %s torn at byte %d of %d (a write cut short); truncated",
+                        seg.path.name,
+                        item.start,
+                        len(raw),
+                    )
                     self._truncate(seg, item.start)
                 else:
-                    log.warning("write-ahead log: %s bytes %d-%d fail their checksum; skipped", seg.path.name,
-                                item.start, item.end)
+                    log.warning(
+                        "write-ahead log: %s bytes %d-%d fail their checksum; skipped",
+                        seg.path.name,
+                        item.start,
+                        item.end,
+                    )
             yield item
 
     def _truncate(self, seg: _Segment, size: int) -> None:
@@ -279,8 +297,9 @@ class WriteAheadLog:
         with self._lock:
             self._write_marks()  # what the dead process finished is not open any more
             ids = {tid for tid in self._open if pick(tid)}
-            paths = [self._by_index[i].path for i in sorted({i for t in ids for i in self._open[t]})
-                     if i in self._by_index]
+            paths = [
+                self._by_index[i].path for i in sorted({i for t in ids for i in self._open[t]}) if i in self._by_index
+            ]
         spans = 0
         for path in paths:
             try:

@@ -53,7 +53,7 @@ def settled_payload(trace_ids) -> bytes:
 
 def trace_ids(payload: bytes) -> list[bytes]:
     """The trace ids of a SETTLED record."""
-    return [payload[i:i + TRACE_ID] for i in range(0, len(payload) - TRACE_ID + 1, TRACE_ID)]
+    return [payload[i : i + TRACE_ID] for i in range(0, len(payload) - TRACE_ID + 1, TRACE_ID)]
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def _header_at(data: memoryview, pos: int) -> tuple | None:
     if len(data) - pos < HEADER.size:
         return None
     fields = HEADER.unpack_from(data, pos)
-    if fields[0] != MAGIC or fields[1] not in KINDS or zlib.crc32(data[pos:pos + _CHECKED]) != fields[5]:
+    if fields[0] != MAGIC or fields[1] not in KINDS or zlib.crc32(data[pos : pos + _CHECKED]) != fields[5]:
         return None
     return fields
 

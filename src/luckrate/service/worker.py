@@ -48,8 +48,9 @@ class VerdictLog:
             "agent": _bounded(g.agent),
             "spec": spec_label,
             "output": g.output,
-            "violations": [{k: _bounded(v) for k, v in viol.to_dict().items()}
-                           for viol in g.violations[:MAX_ECHO_VIOLATIONS]],
+            "violations": [
+                {k: _bounded(v) for k, v in viol.to_dict().items()} for viol in g.violations[:MAX_ECHO_VIOLATIONS]
+            ],
         }
         if len(g.violations) > MAX_ECHO_VIOLATIONS:
             line["violations_omitted"] = len(g.violations) - MAX_ECHO_VIOLATIONS
@@ -105,11 +106,21 @@ _STOP = object()
 class Worker:
     """Grades completed traces on its own thread."""
 
-    def __init__(self, specs: Mapping[str, Spec], adapt: Callable[[tuple], Any], telemetry, *,
-                 release: Callable[[int], None] = lambda n: None, clock: Callable[[], float] = time.monotonic,
-                 verdict_log: VerdictLog | None = None, events=None, flush: Callable[[], Any] | None = None,
-                 flush_every: float = REPORT_EVERY, settled: Callable[[bytes], Any] | None = None,
-                 release_logs: Callable[[int], None] | None = None):
+    def __init__(
+        self,
+        specs: Mapping[str, Spec],
+        adapt: Callable[[tuple], Any],
+        telemetry,
+        *,
+        release: Callable[[int], None] = lambda n: None,
+        clock: Callable[[], float] = time.monotonic,
+        verdict_log: VerdictLog | None = None,
+        events=None,
+        flush: Callable[[], Any] | None = None,
+        flush_every: float = REPORT_EVERY,
+        settled: Callable[[bytes], Any] | None = None,
+        release_logs: Callable[[int], None] | None = None,
+    ):
         """``adapt(spans) -> Trajectory`` raises InvalidInput for spans it cannot read. ``events`` (a
         ``verdict_events.VerdictEvents``, or None) gets every graded run; its ``publish`` never blocks.
         ``flush``, when ``telemetry`` is a ``tally.Tally``: hands its counts on, called by the worker's

@@ -134,8 +134,15 @@ class PoolBudget(SpanBudget):
 class WorkerPool:
     """N grading processes behind one Intake: ``prepare`` and ``submit`` are its hand-over hooks."""
 
-    def __init__(self, cfg: ServiceConfig, n: int, telemetry: Telemetry, budget: SpanBudget,
-                 wal: WriteAheadLog | None = None, replay: Feed | None = None):
+    def __init__(
+        self,
+        cfg: ServiceConfig,
+        n: int,
+        telemetry: Telemetry,
+        budget: SpanBudget,
+        wal: WriteAheadLog | None = None,
+        replay: Feed | None = None,
+    ):
         """``wal``: marked with the traces each report settles (after their verdict lines); when a worker
         dies, what it held is read back from it and handed to its successor through ``replay``
         (``Intake.replay``)."""
@@ -196,8 +203,9 @@ class WorkerPool:
     def start(self) -> None:
         for slot in self._slots:
             self._launch(slot, queue.SimpleQueue())
-            reader = threading.Thread(target=self._read, args=(slot,), name=f"luckrate-worker-{slot.index}",
-                                      daemon=True)
+            reader = threading.Thread(
+                target=self._read, args=(slot,), name=f"luckrate-worker-{slot.index}", daemon=True
+            )
             reader.start()
             self._readers.append(reader)
 
@@ -228,8 +236,11 @@ class WorkerPool:
         _widen(inbox_w)
         _widen(outbox_w)
         process = self._context.Process(
-            target=worker_main, name=f"luckrate-worker-{slot.index}", daemon=True,
-            args=(self._cfg, slot.index, inbox_r, outbox_w, logging.getLogger().getEffectiveLevel()))
+            target=worker_main,
+            name=f"luckrate-worker-{slot.index}",
+            daemon=True,
+            args=(self._cfg, slot.index, inbox_r, outbox_w, logging.getLogger().getEffectiveLevel()),
+        )
         process.start()
         # Only the worker holds these ends now, so its death is an EOF here.
         inbox_r.close()
@@ -237,8 +248,9 @@ class WorkerPool:
         with slot.lock:
             slot.queue = messages  # already in place after a death (_died swaps it under the lock)
         slot.process, slot.outbox, slot.started = process, outbox_r, time.monotonic()
-        threading.Thread(target=_send_all, args=(slot, messages, inbox_w), name=f"luckrate-send-{slot.index}",
-                         daemon=True).start()
+        threading.Thread(
+            target=_send_all, args=(slot, messages, inbox_w), name=f"luckrate-send-{slot.index}", daemon=True
+        ).start()
 
     def _read(self, slot: _Slot) -> None:
         """One worker's reports, applied in order; a death is counted and the worker replaced."""

@@ -50,9 +50,18 @@ PARAMS = {
     "escalate_to_human": {"reason": "string"},
     "cancel_order": {"order_id": "string"},
 }
-TOOLS = [{"name": name, "description": name.replace("_", " "),
-          "input_schema": {"type": "object", "properties": {k: {"type": t} for k, t in props.items()},
-                           "required": list(props)}} for name, props in PARAMS.items()]
+TOOLS = [
+    {
+        "name": name,
+        "description": name.replace("_", " "),
+        "input_schema": {
+            "type": "object",
+            "properties": {k: {"type": t} for k, t in props.items()},
+            "required": list(props),
+        },
+    }
+    for name, props in PARAMS.items()
+]
 
 
 class ScriptedModel(BaseHTTPRequestHandler):
@@ -67,14 +76,23 @@ class ScriptedModel(BaseHTTPRequestHandler):
         if turn < len(turns) and isinstance(turns[turn], Ask):
             content, stop = [{"type": "text", "text": turns[turn].text}], "end_turn"
         elif turn < len(turns):
-            content = [{"type": "tool_use", "id": f"call_{turn}_{n}", "name": c.tool, "input": c.args}
-                       for n, c in enumerate(turns[turn])]
+            content = [
+                {"type": "tool_use", "id": f"call_{turn}_{n}", "name": c.tool, "input": c.args}
+                for n, c in enumerate(turns[turn])
+            ]
             stop = "tool_use"
         else:
             content, stop = [{"type": "text", "text": self.scenario.answer}], "end_turn"
-        reply = {"id": f"msg_{turn}", "type": "message", "role": "assistant", "model": "scripted-claude",
-                 "content": content, "stop_reason": stop, "stop_sequence": None,
-                 "usage": {"input_tokens": 10, "output_tokens": 5}}
+        reply = {
+            "id": f"msg_{turn}",
+            "type": "message",
+            "role": "assistant",
+            "model": "scripted-claude",
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
         data = json.dumps(reply).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -104,8 +122,13 @@ def tool_loop(client: Anthropic, scenario: Scenario) -> None:
     replies = [t.reply for t in scenario.turns if isinstance(t, Ask)]
     messages: list[dict[str, Any]] = [{"role": "user", "content": scenario.user}]
     for turn in range(len(scenario.turns) + 1):
-        reply = client.messages.create(model="scripted-claude", max_tokens=512, system="You help customers with orders.",
-                                       tools=TOOLS, messages=messages)
+        reply = client.messages.create(
+            model="scripted-claude",
+            max_tokens=512,
+            system="You help customers with orders.",
+            tools=TOOLS,
+            messages=messages,
+        )
         messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]})
         uses = [b for b in reply.content if b.type == "tool_use"]
         if not uses:
@@ -113,8 +136,9 @@ def tool_loop(client: Anthropic, scenario: Scenario) -> None:
                 return
             messages.append({"role": "user", "content": replies.pop(0)})
             continue
-        messages.append({"role": "user", "content": [run_tool(scenario, turn, n, b.name, b.input)
-                                                     for n, b in enumerate(uses)]})
+        messages.append(
+            {"role": "user", "content": [run_tool(scenario, turn, n, b.name, b.input) for n, b in enumerate(uses)]}
+        )
 
 
 def capture(scenario: Scenario, mode: str, content: bool) -> None:
@@ -126,7 +150,8 @@ def capture(scenario: Scenario, mode: str, content: bool) -> None:
         client = Anthropic(base_url=f"http://127.0.0.1:{server.server_port}", api_key="unused-offline", max_retries=0)
         EXPORTER.clear()
         with PROVIDER.get_tracer("luckrate.capture").start_as_current_span(
-                f"eval {scenario.name}", attributes={"luckrate.output_ok": True}):
+            f"eval {scenario.name}", attributes={"luckrate.output_ok": True}
+        ):
             tool_loop(client, scenario)
     finally:
         server.shutdown()

@@ -75,14 +75,23 @@ class ScriptedModel:
         if turn < len(self.turns) and isinstance(self.turns[turn], Ask):
             content, stop = [{"type": "text", "text": self.turns[turn].text}], "end_turn"
         elif turn < len(self.turns):
-            content = [{"type": "tool_use", "id": f"toolu_{turn}_{n}", "name": c.tool, "input": dict(c.args)}
-                       for n, c in enumerate(self.turns[turn])]
+            content = [
+                {"type": "tool_use", "id": f"toolu_{turn}_{n}", "name": c.tool, "input": dict(c.args)}
+                for n, c in enumerate(self.turns[turn])
+            ]
             stop = "tool_use"
         else:
             content, stop = [{"type": "text", "text": self.answer}], "end_turn"
-        return {"id": f"msg_{turn}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-                "content": content, "stop_reason": stop, "stop_sequence": None,
-                "usage": {"input_tokens": 10, "output_tokens": 5}}
+        return {
+            "id": f"msg_{turn}",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
 
     def close(self) -> None:
         self._server.shutdown()
@@ -92,8 +101,14 @@ class ScriptedModel:
 def tool_definitions() -> list[dict]:
     from tests.scenarios import POLICY_TOOLS
 
-    return [{"name": t, "description": f"The {t.replace('_', ' ')} tool.",
-             "input_schema": {"type": "object", "additionalProperties": True}} for t in POLICY_TOOLS]
+    return [
+        {
+            "name": t,
+            "description": f"The {t.replace('_', ' ')} tool.",
+            "input_schema": {"type": "object", "additionalProperties": True},
+        }
+        for t in POLICY_TOOLS
+    ]
 
 
 def run_mode(mode: str) -> None:
@@ -114,8 +129,9 @@ def run_mode(mode: str) -> None:
     tracer_provider, logger_provider = TracerProvider(), LoggerProvider()
     tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
-    AnthropicInstrumentor(use_attributes=MODES[mode][1]).instrument(tracer_provider=tracer_provider,
-                                                                   logger_provider=logger_provider)
+    AnthropicInstrumentor(use_attributes=MODES[mode][1]).instrument(
+        tracer_provider=tracer_provider, logger_provider=logger_provider
+    )
     model = ScriptedModel()
     client = Anthropic(base_url=model.url, api_key="unused-offline", max_retries=0)
     tracer = tracer_provider.get_tracer("luckrate.capture")
@@ -143,8 +159,13 @@ def tool_loop(client, scenario) -> None:
     results = {c.tool: c for c in scenario.calls}
     messages: list[dict] = [{"role": "user", "content": scenario.user}]
     for turn in [*scenario.turns, None]:
-        reply = client.messages.create(model="claude-sonnet-4-5", max_tokens=1024, system="You are a support agent.",
-                                       messages=messages, tools=tool_definitions())
+        reply = client.messages.create(
+            model="claude-sonnet-4-5",
+            max_tokens=1024,
+            system="You are a support agent.",
+            messages=messages,
+            tools=tool_definitions(),
+        )
         blocks = [b.model_dump(exclude_none=True) for b in reply.content]
         if isinstance(turn, Ask):
             messages += [{"role": "assistant", "content": blocks}, {"role": "user", "content": turn.reply}]
@@ -153,9 +174,19 @@ def tool_loop(client, scenario) -> None:
         if not uses:
             return
         messages.append({"role": "assistant", "content": blocks})
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": b["id"],
-             "content": results[b["name"]].result or results[b["name"]].error or ""} for b in uses]})
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": b["id"],
+                        "content": results[b["name"]].result or results[b["name"]].error or "",
+                    }
+                    for b in uses
+                ],
+            }
+        )
 
 
 def main() -> None:
@@ -163,8 +194,11 @@ def main() -> None:
         run_mode(sys.argv[1])
         return
     for mode, (env, _) in MODES.items():
-        subprocess.run([sys.executable, __file__, mode], check=True,
-                       env={**{k: v for k, v in os.environ.items() if k != "TRACELOOP_TRACE_CONTENT"}, **env})
+        subprocess.run(
+            [sys.executable, __file__, mode],
+            check=True,
+            env={**{k: v for k, v in os.environ.items() if k != "TRACELOOP_TRACE_CONTENT"}, **env},
+        )
         print(f"captured {mode}")
 
 

@@ -45,13 +45,28 @@ def _client(turns: list[Any], answer: str, prefix: str = "call") -> ReplayChatCo
     """AutoGen's own test client: each create() returns the next scripted result (the turn's function
     calls, ids ``<prefix>_<turn>_<n>``, then the answer text)."""
     results: list[Any] = [
-        CreateResult(finish_reason="function_calls", usage=USAGE, cached=False, content=[
-            FunctionCall(id=f"{prefix}_{i}_{n}", name=c.tool, arguments=json.dumps(c.args)) for n, c in enumerate(turn)])
+        CreateResult(
+            finish_reason="function_calls",
+            usage=USAGE,
+            cached=False,
+            content=[
+                FunctionCall(id=f"{prefix}_{i}_{n}", name=c.tool, arguments=json.dumps(c.args))
+                for n, c in enumerate(turn)
+            ],
+        )
         for i, turn in enumerate(turns)
     ]
     results.append(CreateResult(finish_reason="stop", usage=USAGE, cached=False, content=answer))
-    return ReplayChatCompletionClient(results, model_info={
-        "vision": False, "function_calling": True, "json_output": False, "family": "unknown", "structured_output": False})
+    return ReplayChatCompletionClient(
+        results,
+        model_info={
+            "vision": False,
+            "function_calling": True,
+            "json_output": False,
+            "family": "unknown",
+            "structured_output": False,
+        },
+    )
 
 
 def _tools(scenario: Scenario) -> list[FunctionTool]:
@@ -96,25 +111,38 @@ def _tools(scenario: Scenario) -> list[FunctionTool]:
 
 def _support(scenario: Scenario) -> AssistantAgent:
     # max_tool_iterations: the agent keeps calling the model while it asks for tools (the scripted turns)
-    return AssistantAgent(AGENT, model_client=_client(list(scenario.turns), scenario.answer), tools=_tools(scenario),
-                          system_message="You help customers with orders.", description="Handles orders.",
-                          max_tool_iterations=len(scenario.turns) + 1)
+    return AssistantAgent(
+        AGENT,
+        model_client=_client(list(scenario.turns), scenario.answer),
+        tools=_tools(scenario),
+        system_message="You help customers with orders.",
+        description="Handles orders.",
+        max_tool_iterations=len(scenario.turns) + 1,
+    )
 
 
 async def _run(scenario: Scenario, multi_agent: bool) -> None:
     if not multi_agent:
         await _support(scenario).run(task=scenario.user)
         return
-    triage = AssistantAgent(TRIAGE, model_client=_client([(Call(f"transfer_to_{AGENT}", {}),)], "unused", prefix="triage"),
-                            handoffs=[AGENT], system_message="Route the customer.", description="Routes requests.")
-    team = Swarm([triage, _support(scenario)], termination_condition=TextMessageTermination(AGENT) | MaxMessageTermination(20))
+    triage = AssistantAgent(
+        TRIAGE,
+        model_client=_client([(Call(f"transfer_to_{AGENT}", {}),)], "unused", prefix="triage"),
+        handoffs=[AGENT],
+        system_message="Route the customer.",
+        description="Routes requests.",
+    )
+    team = Swarm(
+        [triage, _support(scenario)], termination_condition=TextMessageTermination(AGENT) | MaxMessageTermination(20)
+    )
     await team.run(task=scenario.user)
 
 
 def capture(scenario: Scenario, multi_agent: bool = False, name: str | None = None) -> None:
     EXPORTER.clear()
     with PROVIDER.get_tracer("luckrate.capture").start_as_current_span(
-            f"eval {scenario.name}", attributes={"luckrate.output_ok": True}):
+        f"eval {scenario.name}", attributes={"luckrate.output_ok": True}
+    ):
         asyncio.run(_run(scenario, multi_agent))
     spans = EXPORTER.get_finished_spans()
     stem = f"{name or scenario.name}.autogen"

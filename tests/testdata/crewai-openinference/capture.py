@@ -38,8 +38,12 @@ def main() -> None:
         provider.add_span_processor(SimpleSpanProcessor(exporter))
         hide = not content
         instrumentor = CrewAIInstrumentor()
-        instrumentor.instrument(tracer_provider=provider, config=TraceConfig(
-            hide_inputs=hide, hide_outputs=hide, hide_input_messages=hide, hide_output_messages=hide))
+        instrumentor.instrument(
+            tracer_provider=provider,
+            config=TraceConfig(
+                hide_inputs=hide, hide_outputs=hide, hide_input_messages=hide, hide_output_messages=hide
+            ),
+        )
         try:
             # A crew task takes no second user message: the policy scenario with a reply cannot run.
             policy = tuple(s for s in POLICY_SCENARIOS if not any(isinstance(t, Ask) for t in s.turns))
@@ -47,12 +51,19 @@ def main() -> None:
                 exporter.clear()
                 script = crewai_capture.Script(scenario)
                 llm = crewai_capture.ScriptedLLM(model="scripted-model", scenario=scenario)
-                agent = Agent(role=crewai_capture.ROLE, goal="Help the customer.", backstory="Support desk.",
-                              llm=llm, tools=[crewai_capture.scripted_tool(n, script) for n in crewai_capture.SCHEMAS],
-                              verbose=False, max_iter=10)
+                agent = Agent(
+                    role=crewai_capture.ROLE,
+                    goal="Help the customer.",
+                    backstory="Support desk.",
+                    llm=llm,
+                    tools=[crewai_capture.scripted_tool(n, script) for n in crewai_capture.SCHEMAS],
+                    verbose=False,
+                    max_iter=10,
+                )
                 task = Task(description=scenario.user, expected_output="An answer for the customer.", agent=agent)
                 with provider.get_tracer("luckrate.capture").start_as_current_span(
-                        f"eval {scenario.name}", attributes={"luckrate.output_ok": True}):
+                    f"eval {scenario.name}", attributes={"luckrate.output_ok": True}
+                ):
                     Crew(agents=[agent], tasks=[task], process=Process.sequential, verbose=False).kickoff()
                 spans = exporter.get_finished_spans()
                 stem = f"{scenario.name}{'' if content else '.nocontent'}.crewai-openinference"

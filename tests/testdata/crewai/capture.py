@@ -54,16 +54,27 @@ class ScriptedLLM(BaseLLM):
 
     scenario: Any = None
 
-    def call(self, messages, tools=None, callbacks=None, available_functions=None,
-             from_task=None, from_agent=None, response_model=None) -> str | list[dict[str, Any]]:
+    def call(
+        self,
+        messages,
+        tools=None,
+        callbacks=None,
+        available_functions=None,
+        from_task=None,
+        from_agent=None,
+        response_model=None,
+    ) -> str | list[dict[str, Any]]:
         history = messages if isinstance(messages, list) else []
         turn = sum(1 for m in history if m.get("role") == "assistant" and m.get("tool_calls"))
         turns = self.scenario.turns
         if turn >= len(turns):
             return self.scenario.answer
         return [
-            {"id": f"call_{turn}_{n}", "type": "function",
-             "function": {"name": c.tool, "arguments": json.dumps(c.args)}}
+            {
+                "id": f"call_{turn}_{n}",
+                "type": "function",
+                "function": {"name": c.tool, "arguments": json.dumps(c.args)},
+            }
             for n, c in enumerate(turns[turn])
         ]
 
@@ -122,8 +133,12 @@ class ReasonArgs(BaseModel):
 
 
 SCHEMAS = {
-    "lookup_order": OrderArgs, "issue_refund": RefundArgs, "fetch_webpage": UrlArgs,
-    "send_email": EmailArgs, "delete_account": UserArgs, "escalate_to_human": ReasonArgs,
+    "lookup_order": OrderArgs,
+    "issue_refund": RefundArgs,
+    "fetch_webpage": UrlArgs,
+    "send_email": EmailArgs,
+    "delete_account": UserArgs,
+    "escalate_to_human": ReasonArgs,
     "cancel_order": OrderArgs,
 }
 
@@ -152,14 +167,22 @@ def run(members: list[tuple[str, Scenario]]) -> list[dict[str, Any]]:
     for role, scenario in members:
         script = Script(scenario)
         llm = ScriptedLLM(model="scripted-model", scenario=scenario)
-        agent = Agent(role=role, goal="Help the customer.", backstory="Support desk.", llm=llm,
-                      tools=[scripted_tool(name, script) for name in SCHEMAS], verbose=False, max_iter=10)
+        agent = Agent(
+            role=role,
+            goal="Help the customer.",
+            backstory="Support desk.",
+            llm=llm,
+            tools=[scripted_tool(name, script) for name in SCHEMAS],
+            verbose=False,
+            max_iter=10,
+        )
         agents.append(agent)
         tasks.append(Task(description=scenario.user, expected_output="An answer for the customer.", agent=agent))
     events: list[dict[str, Any]] = []
     lock = threading.Lock()
     with crewai_event_bus.scoped_handlers():
         for kind in EVENTS:
+
             @crewai_event_bus.on(kind)
             def _record(source: Any, event: Any) -> None:
                 with lock:
@@ -176,18 +199,26 @@ def extra_runs() -> dict[str, list[tuple[str, Scenario]]]:
     failing = Scenario(
         "failing_parallel",
         "Look up orders ORD-1 and ORD-2.",
-        ((Call("lookup_order", {"order_id": "ORD-1"}, '{"order_id": "ORD-1"}'),
-          Call("lookup_order", {"order_id": "ORD-2"}, error="order service unavailable")),),
+        (
+            (
+                Call("lookup_order", {"order_id": "ORD-1"}, '{"order_id": "ORD-1"}'),
+                Call("lookup_order", {"order_id": "ORD-2"}, error="order service unavailable"),
+            ),
+        ),
         "ORD-1 found; ORD-2 could not be looked up.",
     )
     research = Scenario(
-        "research", "Find the refund policy for order ORD-12345.",
-        ((Call("lookup_order", {"order_id": "ORD-12345"}, ORDER),),
-         (Call("fetch_webpage", {"url": "https://shop.example/faq"}, PAGE),)),
+        "research",
+        "Find the refund policy for order ORD-12345.",
+        (
+            (Call("lookup_order", {"order_id": "ORD-12345"}, ORDER),),
+            (Call("fetch_webpage", {"url": "https://shop.example/faq"}, PAGE),),
+        ),
         "Refunds take 5 business days.",
     )
     reply = Scenario(
-        "reply", "Email the policy to alice@example.com.",
+        "reply",
+        "Email the policy to alice@example.com.",
         ((Call("send_email", {"to": "alice@example.com", "body": "Refunds take 5 business days."}, "sent"),),),
         "Emailed.",
     )

@@ -68,15 +68,23 @@ class ScriptedLlm(BaseLlm):
     prefix: str = "call"
     served: int = 0
 
-    async def generate_content_async(self, llm_request: LlmRequest, stream: bool = False) -> AsyncGenerator[LlmResponse, None]:
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
         turn, self.served = self.served, self.served + 1
         if turn < len(self.turns):
-            parts = [types.Part(function_call=types.FunctionCall(id=f"{self.prefix}_{turn}_{n}", name=c.tool, args=dict(c.args)))
-                     for n, c in enumerate(self.turns[turn])]
+            parts = [
+                types.Part(
+                    function_call=types.FunctionCall(id=f"{self.prefix}_{turn}_{n}", name=c.tool, args=dict(c.args))
+                )
+                for n, c in enumerate(self.turns[turn])
+            ]
         else:
             parts = [types.Part(text=self.answer)]
-        yield LlmResponse(content=types.Content(role="model", parts=parts),
-                          usage_metadata=types.GenerateContentResponseUsageMetadata(prompt_token_count=10, candidates_token_count=5))
+        yield LlmResponse(
+            content=types.Content(role="model", parts=parts),
+            usage_metadata=types.GenerateContentResponseUsageMetadata(prompt_token_count=10, candidates_token_count=5),
+        )
 
 
 def _tools(scenario: Scenario) -> list[Any]:
@@ -119,13 +127,22 @@ def _tools(scenario: Scenario) -> list[Any]:
 
 
 def _agent(scenario: Scenario, multi_agent: bool) -> LlmAgent:
-    support = LlmAgent(name=AGENT, model=ScriptedLlm(model="scripted-chat", turns=list(scenario.turns), answer=scenario.answer),
-                       instruction="You help customers with orders.", description="Handles orders.", tools=_tools(scenario))
+    support = LlmAgent(
+        name=AGENT,
+        model=ScriptedLlm(model="scripted-chat", turns=list(scenario.turns), answer=scenario.answer),
+        instruction="You help customers with orders.",
+        description="Handles orders.",
+        tools=_tools(scenario),
+    )
     if not multi_agent:
         return support
     handoff = Call("transfer_to_agent", {"agent_name": AGENT})
-    return LlmAgent(name=TRIAGE, model=ScriptedLlm(model="scripted-chat", turns=[(handoff,)], answer="unused", prefix="triage"),
-                    instruction="Route the customer to the right agent.", sub_agents=[support])
+    return LlmAgent(
+        name=TRIAGE,
+        model=ScriptedLlm(model="scripted-chat", turns=[(handoff,)], answer="unused", prefix="triage"),
+        instruction="Route the customer to the right agent.",
+        sub_agents=[support],
+    )
 
 
 async def _run(scenario: Scenario, multi_agent: bool) -> None:
@@ -136,8 +153,9 @@ async def _run(scenario: Scenario, multi_agent: bool) -> None:
     message = types.Content(role="user", parts=[types.Part(text=scenario.user)])
     tracer = PROVIDER.get_tracer("luckrate.capture")
     with tracer.start_as_current_span(f"eval {scenario.name}", attributes={"luckrate.output_ok": True}):
-        async for _ in runner.run_async(user_id="u1", session_id=session.id, new_message=message,
-                                        run_config=RunConfig()):
+        async for _ in runner.run_async(
+            user_id="u1", session_id=session.id, new_message=message, run_config=RunConfig()
+        ):
             pass
 
 
@@ -163,4 +181,6 @@ if __name__ == "__main__":
     else:
         for mode, env in MODES.items():
             for content, extra in zip(("content", "nocontent"), CONTENT[mode]):
-                subprocess.run([sys.executable, __file__, mode, content], env={**os.environ, **env, **extra}, check=True)
+                subprocess.run(
+                    [sys.executable, __file__, mode, content], env={**os.environ, **env, **extra}, check=True
+                )

@@ -69,8 +69,11 @@ def main(mode: str, content: bool) -> None:
             step = scenario.turns[turn]
             if isinstance(step, Ask):
                 return ChatMessage.from_assistant(step.text)
-            return ChatMessage.from_assistant(tool_calls=[
-                ToolCall(tool_name=c.tool, arguments=c.args, id=f"call_{turn}_{n}") for n, c in enumerate(step)])
+            return ChatMessage.from_assistant(
+                tool_calls=[
+                    ToolCall(tool_name=c.tool, arguments=c.args, id=f"call_{turn}_{n}") for n, c in enumerate(step)
+                ]
+            )
 
         return respond
 
@@ -87,25 +90,33 @@ def main(mode: str, content: bool) -> None:
                 return call.result or ""
 
             doc, params = TOOL_DOCS[name]
-            schema = {"type": "object", "properties": {k: {"type": t} for k, t in params.items()},
-                      "required": list(params)}
+            schema = {
+                "type": "object",
+                "properties": {k: {"type": t} for k, t in params.items()},
+                "required": list(params),
+            }
             return Tool(name=name, description=doc, parameters=schema, function=run)
 
         return [make(name) for name in TOOL_DOCS]
 
     for scenario in SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP,):
         exporter.clear()
-        agent = Agent(chat_generator=MockChatGenerator(response_fn=script(scenario)), tools=tools(scenario),
-                      system_prompt="You help customers with orders.")
+        agent = Agent(
+            chat_generator=MockChatGenerator(response_fn=script(scenario)),
+            tools=tools(scenario),
+            system_prompt="You help customers with orders.",
+        )
         run = agent.run
         if mode == "pipeline":
             pipeline = Pipeline()
             pipeline.add_component("support_agent", agent)
 
-            def run(messages: list[Any]) -> dict[str, Any]:
+            def run(messages: list[Any], pipeline: Pipeline = pipeline) -> dict[str, Any]:
                 return pipeline.run({"support_agent": {"messages": messages}})["support_agent"]
+
         with provider.get_tracer("luckrate.capture").start_as_current_span(
-                f"eval {scenario.name}", attributes={"luckrate.output_ok": True}):
+            f"eval {scenario.name}", attributes={"luckrate.output_ok": True}
+        ):
             messages = [ChatMessage.from_user(scenario.user)]
             for turn in [t for t in scenario.turns if isinstance(t, Ask)] + [None]:
                 messages = run(messages=messages)["messages"]
@@ -123,6 +134,9 @@ if __name__ == "__main__":
     else:
         for mode in MODES:
             for setting in ("content", "nocontent"):
-                env = {**os.environ, "HAYSTACK_CONTENT_TRACING_ENABLED": "true" if setting == "content" else "false",
-                       "HAYSTACK_TELEMETRY_ENABLED": "False"}
+                env = {
+                    **os.environ,
+                    "HAYSTACK_CONTENT_TRACING_ENABLED": "true" if setting == "content" else "false",
+                    "HAYSTACK_TELEMETRY_ENABLED": "False",
+                }
                 subprocess.run([sys.executable, __file__, mode, setting], env=env, check=True)

@@ -54,17 +54,33 @@ class ScriptedLLM(FunctionCallingLLM):
     def metadata(self) -> LLMMetadata:
         return LLMMetadata(model_name="scripted-chat", is_function_calling_model=True)
 
-    def _prepare_chat_with_tools(self, tools, user_msg=None, chat_history=None, verbose=False,
-                                 allow_parallel_tool_calls=False, tool_required=False, **kwargs) -> dict[str, Any]:
+    def _prepare_chat_with_tools(
+        self,
+        tools,
+        user_msg=None,
+        chat_history=None,
+        verbose=False,
+        allow_parallel_tool_calls=False,
+        tool_required=False,
+        **kwargs,
+    ) -> dict[str, Any]:
         messages = list(chat_history or [])
         if user_msg is not None:
-            messages.append(user_msg if isinstance(user_msg, ChatMessage) else ChatMessage(role="user", content=user_msg))
+            messages.append(
+                user_msg if isinstance(user_msg, ChatMessage) else ChatMessage(role="user", content=user_msg)
+            )
         return {"messages": messages, "tools": tools}
 
-    def get_tool_calls_from_response(self, response: ChatResponse, error_on_no_tool_call: bool = True, **kwargs) -> list[ToolSelection]:
+    def get_tool_calls_from_response(
+        self, response: ChatResponse, error_on_no_tool_call: bool = True, **kwargs
+    ) -> list[ToolSelection]:
         calls = response.message.additional_kwargs.get("tool_calls", [])
-        return [ToolSelection(tool_id=c["id"], tool_name=c["function"]["name"], tool_kwargs=json.loads(c["function"]["arguments"]))
-                for c in calls]
+        return [
+            ToolSelection(
+                tool_id=c["id"], tool_name=c["function"]["name"], tool_kwargs=json.loads(c["function"]["arguments"])
+            )
+            for c in calls
+        ]
 
     @llm_chat_callback()  # as every LlamaIndex LLM integration does: it dispatches the events the instrumentation reads
     def chat(self, messages, **kwargs) -> ChatResponse:
@@ -75,12 +91,22 @@ class ScriptedLLM(FunctionCallingLLM):
         return self._respond(messages)
 
     def _respond(self, messages) -> ChatResponse:
-        turn = sum(1 for m in messages if m.role == MessageRole.ASSISTANT and any(
-            c["id"].startswith(self.prefix + "_") for c in m.additional_kwargs.get("tool_calls", [])))
+        turn = sum(
+            1
+            for m in messages
+            if m.role == MessageRole.ASSISTANT
+            and any(c["id"].startswith(self.prefix + "_") for c in m.additional_kwargs.get("tool_calls", []))
+        )
         if turn >= len(self.turns):
             return ChatResponse(message=ChatMessage(role="assistant", content=self.answer))
-        calls = [{"id": f"{self.prefix}_{turn}_{n}", "type": "function",
-                  "function": {"name": c.tool, "arguments": json.dumps(c.args)}} for n, c in enumerate(self.turns[turn])]
+        calls = [
+            {
+                "id": f"{self.prefix}_{turn}_{n}",
+                "type": "function",
+                "function": {"name": c.tool, "arguments": json.dumps(c.args)},
+            }
+            for n, c in enumerate(self.turns[turn])
+        ]
         return ChatResponse(message=ChatMessage(role="assistant", content="", additional_kwargs={"tool_calls": calls}))
 
     def complete(self, prompt, formatted=False, **kwargs) -> CompletionResponse:
@@ -143,15 +169,26 @@ def _tools(scenario: Scenario) -> list[FunctionTool]:
 
 
 def _workflow(scenario: Scenario, multi_agent: bool) -> Any:
-    support = FunctionAgent(name=AGENT, description="Handles orders.", system_prompt="You help customers with orders.",
-                            llm=ScriptedLLM(turns=list(scenario.turns), answer=scenario.answer),
-                            tools=_tools(scenario), streaming=False)
+    support = FunctionAgent(
+        name=AGENT,
+        description="Handles orders.",
+        system_prompt="You help customers with orders.",
+        llm=ScriptedLLM(turns=list(scenario.turns), answer=scenario.answer),
+        tools=_tools(scenario),
+        streaming=False,
+    )
     if not multi_agent:
         return support
     handoff = Call("handoff", {"to_agent": AGENT, "reason": "an order request"})
-    triage = FunctionAgent(name=TRIAGE, description="Routes requests.", system_prompt="Route the customer.",
-                           llm=ScriptedLLM(turns=[(handoff,)], answer="unused", prefix="triage"),
-                           tools=[], can_handoff_to=[AGENT], streaming=False)
+    triage = FunctionAgent(
+        name=TRIAGE,
+        description="Routes requests.",
+        system_prompt="Route the customer.",
+        llm=ScriptedLLM(turns=[(handoff,)], answer="unused", prefix="triage"),
+        tools=[],
+        can_handoff_to=[AGENT],
+        streaming=False,
+    )
     return AgentWorkflow(agents=[triage, support], root_agent=TRIAGE)
 
 
@@ -166,7 +203,8 @@ def capture(scenario: Scenario, content: bool, multi_agent: bool = False, name: 
     try:
         workflow = _workflow(scenario, multi_agent)
         with provider.get_tracer("luckrate.capture").start_as_current_span(
-                f"eval {scenario.name}", attributes={"luckrate.output_ok": True}):
+            f"eval {scenario.name}", attributes={"luckrate.output_ok": True}
+        ):
             asyncio.run(_run(workflow, scenario.user))
     finally:
         instrumentor.uninstrument()

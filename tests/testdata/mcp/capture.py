@@ -51,14 +51,25 @@ from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Ask, Scen
 OUT = Path(__file__).resolve().parent
 LATEST = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
 MODES = {  # mode -> (venv python, environment with content on, environment with content off)
-    "sdk": ("/tmp/msgsvenv/bin/python", {**LATEST, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"},
-            LATEST),
-    "sdk-stdio": ("/tmp/msgsvenv/bin/python",
-                  {**LATEST, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}, LATEST),
-    "traceloop": ("/tmp/mcp1venv/bin/python",
-                  {**LATEST, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY",
-                   "TRACELOOP_TRACE_CONTENT": "true"},
-                  {**LATEST, "TRACELOOP_TRACE_CONTENT": "false"}),
+    "sdk": (
+        "/tmp/msgsvenv/bin/python",
+        {**LATEST, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"},
+        LATEST,
+    ),
+    "sdk-stdio": (
+        "/tmp/msgsvenv/bin/python",
+        {**LATEST, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"},
+        LATEST,
+    ),
+    "traceloop": (
+        "/tmp/mcp1venv/bin/python",
+        {
+            **LATEST,
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY",
+            "TRACELOOP_TRACE_CONTENT": "true",
+        },
+        {**LATEST, "TRACELOOP_TRACE_CONTENT": "false"},
+    ),
 }
 logging.getLogger("mcp").setLevel(logging.CRITICAL)  # the server logs each failing tool's traceback
 
@@ -109,8 +120,10 @@ def server(scenario: Scenario, make: Any) -> Any:
 async def tool_loop(client: AsyncOpenAI, scenario: Scenario, call_tool: Any) -> None:
     """As openai-v2's loop, the tools run by ``call_tool(name, args) -> CallToolResult``."""
     replies = [t.reply for t in scenario.turns if isinstance(t, Ask)]
-    messages: list[dict[str, Any]] = [{"role": "system", "content": "You help customers with orders."},
-                                      {"role": "user", "content": scenario.user}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You help customers with orders."},
+        {"role": "user", "content": scenario.user},
+    ]
     for _ in range(len(scenario.turns) + 1):
         reply = await client.chat.completions.create(model="scripted-chat", messages=messages, tools=loop.TOOLS)
         message = reply.choices[0].message
@@ -132,8 +145,9 @@ async def run(scenario: Scenario, mode: str, base_url: str) -> None:
         from mcp import Client, StdioServerParameters
 
         spans = OUT / f".{scenario.name}.server-spans"
-        params = StdioServerParameters(command=sys.executable, args=[__file__, "serve", scenario.name, str(spans)],
-                                       env=dict(os.environ))
+        params = StdioServerParameters(
+            command=sys.executable, args=[__file__, "serve", scenario.name, str(spans)], env=dict(os.environ)
+        )
         async with Client(params) as session:
             await tool_loop(client, scenario, session.call_tool)
     elif mode == "sdk":
@@ -162,7 +176,8 @@ def capture(scenario: Scenario, mode: str, content: bool) -> None:
     try:
         loop.EXPORTER.clear()
         with loop.PROVIDER.get_tracer("luckrate.capture").start_as_current_span(
-                f"eval {scenario.name}", attributes={"luckrate.output_ok": True}):
+            f"eval {scenario.name}", attributes={"luckrate.output_ok": True}
+        ):
             asyncio.run(run(scenario, mode, f"http://127.0.0.1:{http.server_port}/v1"))
     finally:
         http.shutdown()

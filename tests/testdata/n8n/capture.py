@@ -112,16 +112,22 @@ def completion(messages: list[dict], model: str) -> dict:
     scenario, turn = next_turn(messages)
     if turn < len(scenario.turns):
         calls = [
-            {"id": f"call_{scenario.name}_{turn}_{j}", "type": "function",
-             "function": {"name": c.tool, "arguments": json.dumps(c.args)}}
+            {
+                "id": f"call_{scenario.name}_{turn}_{j}",
+                "type": "function",
+                "function": {"name": c.tool, "arguments": json.dumps(c.args)},
+            }
             for j, c in enumerate(scenario.turns[turn])
         ]
         message, finish = {"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls"
     else:
         message, finish = {"role": "assistant", "content": scenario.answer}, "stop"
     return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
-        "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
 
@@ -161,7 +167,9 @@ class StubHandler(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
         if not self.path.endswith("/chat/completions"):
-            self._send(404, json.dumps({"error": {"message": f"stub serves chat/completions only, not {self.path}"}}).encode())
+            self._send(
+                404, json.dumps({"error": {"message": f"stub serves chat/completions only, not {self.path}"}}).encode()
+            )
             return
         StubHandler.requests_seen.append(body)
         try:
@@ -186,8 +194,9 @@ class N8n:
         self.api_key: str | None = None
 
     def call(self, method: str, path: str, body=None, *, api: bool = False):
-        req = urllib.request.Request(self.base + path, method=method,
-                                     data=None if body is None else json.dumps(body).encode())
+        req = urllib.request.Request(
+            self.base + path, method=method, data=None if body is None else json.dumps(body).encode()
+        )
         req.add_header("content-type", "application/json")
         if api:
             req.add_header("X-N8N-API-KEY", self.api_key)
@@ -217,10 +226,20 @@ class N8n:
         raise RuntimeError("n8n did not become ready")
 
     def setup(self) -> None:
-        self.call("POST", "/rest/owner/setup", {"email": "owner@example.com", "firstName": "Cap",
-                                                 "lastName": "Ture", "password": "Capture-pass-1234"})
-        scopes = ["workflow:create", "workflow:read", "workflow:update", "workflow:activate",
-                  "execution:read", "execution:list", "credential:create"]
+        self.call(
+            "POST",
+            "/rest/owner/setup",
+            {"email": "owner@example.com", "firstName": "Cap", "lastName": "Ture", "password": "Capture-pass-1234"},
+        )
+        scopes = [
+            "workflow:create",
+            "workflow:read",
+            "workflow:update",
+            "workflow:activate",
+            "execution:read",
+            "execution:list",
+            "credential:create",
+        ]
         key = self.call("POST", "/rest/api-keys", {"label": "capture", "expiresAt": None, "scopes": scopes})
         self.api_key = key["data"]["rawApiKey"]
 
@@ -242,33 +261,66 @@ def tool_code(scenario: Scenario, tool: str) -> str:
 def workflow(name: str, scenario: Scenario, credential_id: str, agent_version: float) -> tuple[dict, str]:
     hook = str(uuid.uuid4())
     nodes = [
-        {"id": str(uuid.uuid4()), "name": "When chat message received", "webhookId": hook,
-         "type": "@n8n/n8n-nodes-langchain.chatTrigger", "typeVersion": 1.4, "position": [0, 0],
-         "parameters": {"public": True, "mode": "hostedChat", "options": {"responseMode": "lastNode"}}},
-        {"id": str(uuid.uuid4()), "name": AGENT_NODE, "type": "@n8n/n8n-nodes-langchain.agent",
-         "typeVersion": agent_version, "position": [300, 0],
-         "parameters": {"options": {"systemMessage": "You are a support agent.", "maxIterations": 12}}},
-        {"id": str(uuid.uuid4()), "name": "OpenAI Chat Model", "type": "@n8n/n8n-nodes-langchain.lmChatOpenAi",
-         "typeVersion": 1.3, "position": [200, 300],
-         "parameters": {"model": {"__rl": True, "value": "gpt-4o-mini", "mode": "list"},
-                        "responsesApiEnabled": False, "options": {"maxRetries": 0}},
-         "credentials": {"openAiApi": {"id": credential_id, "name": "stub"}}},
+        {
+            "id": str(uuid.uuid4()),
+            "name": "When chat message received",
+            "webhookId": hook,
+            "type": "@n8n/n8n-nodes-langchain.chatTrigger",
+            "typeVersion": 1.4,
+            "position": [0, 0],
+            "parameters": {"public": True, "mode": "hostedChat", "options": {"responseMode": "lastNode"}},
+        },
+        {
+            "id": str(uuid.uuid4()),
+            "name": AGENT_NODE,
+            "type": "@n8n/n8n-nodes-langchain.agent",
+            "typeVersion": agent_version,
+            "position": [300, 0],
+            "parameters": {"options": {"systemMessage": "You are a support agent.", "maxIterations": 12}},
+        },
+        {
+            "id": str(uuid.uuid4()),
+            "name": "OpenAI Chat Model",
+            "type": "@n8n/n8n-nodes-langchain.lmChatOpenAi",
+            "typeVersion": 1.3,
+            "position": [200, 300],
+            "parameters": {
+                "model": {"__rl": True, "value": "gpt-4o-mini", "mode": "list"},
+                "responsesApiEnabled": False,
+                "options": {"maxRetries": 0},
+            },
+            "credentials": {"openAiApi": {"id": credential_id, "name": "stub"}},
+        },
     ]
     connections: dict = {
         "When chat message received": {"main": [[{"node": AGENT_NODE, "type": "main", "index": 0}]]},
         "OpenAI Chat Model": {"ai_languageModel": [[{"node": AGENT_NODE, "type": "ai_languageModel", "index": 0}]]},
     }
     for i, tool in enumerate(TOOLS):
-        nodes.append({
-            "id": str(uuid.uuid4()), "name": tool, "type": "@n8n/n8n-nodes-langchain.toolCode",
-            "typeVersion": 1.3, "position": [400 + 120 * i, 300],
-            "parameters": {"description": f"The {tool.replace('_', ' ')} tool.", "language": "javaScript",
-                           "jsCode": tool_code(scenario, tool), "specifyInputSchema": True,
-                           "schemaType": "manual", "inputSchema": json.dumps(schema_for(tool))},
-        })
+        nodes.append(
+            {
+                "id": str(uuid.uuid4()),
+                "name": tool,
+                "type": "@n8n/n8n-nodes-langchain.toolCode",
+                "typeVersion": 1.3,
+                "position": [400 + 120 * i, 300],
+                "parameters": {
+                    "description": f"The {tool.replace('_', ' ')} tool.",
+                    "language": "javaScript",
+                    "jsCode": tool_code(scenario, tool),
+                    "specifyInputSchema": True,
+                    "schemaType": "manual",
+                    "inputSchema": json.dumps(schema_for(tool)),
+                },
+            }
+        )
         connections[tool] = {"ai_tool": [[{"node": AGENT_NODE, "type": "ai_tool", "index": 0}]]}
-    return {"name": WORKFLOW_PREFIX + name, "nodes": nodes, "connections": connections,
-            "settings": {"executionOrder": "v1"}}, hook
+    return {
+        "name": WORKFLOW_PREFIX + name,
+        "nodes": nodes,
+        "connections": connections,
+        "settings": {"executionOrder": "v1"},
+    }, hook
 
 
 def schema_for(tool: str) -> dict:
@@ -289,19 +341,30 @@ def schema_for(tool: str) -> dict:
 def start_n8n(n8n_bin: str, node_dir: str, home: str, port: int, log) -> subprocess.Popen:
     env = dict(os.environ)
     env["PATH"] = node_dir + os.pathsep + env.get("PATH", "")
-    env.update({
-        "N8N_USER_FOLDER": home, "N8N_PORT": str(port), "N8N_LISTEN_ADDRESS": "127.0.0.1",
-        "N8N_HOST": "127.0.0.1", "N8N_PROTOCOL": "http", "N8N_SECURE_COOKIE": "false",
-        "WEBHOOK_URL": f"http://127.0.0.1:{port}/", "DB_TYPE": "sqlite",
-        # Offline: nothing phones home (diagnostics, version checks, templates, license renewal, banners).
-        "N8N_DIAGNOSTICS_ENABLED": "false", "N8N_VERSION_NOTIFICATIONS_ENABLED": "false",
-        "N8N_TEMPLATES_ENABLED": "false", "N8N_LICENSE_AUTO_RENEW_ENABLED": "false",
-        "N8N_DYNAMIC_BANNERS_ENABLED": "false", "N8N_COMMUNITY_PACKAGES_ENABLED": "false",
-        "N8N_PERSONALIZATION_ENABLED": "false", "N8N_DISABLED_MODULES": "mcp-registry",
-        "N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS": "false", "EXECUTIONS_DATA_SAVE_ON_SUCCESS": "all",
-    })
-    return subprocess.Popen([n8n_bin, "start"], env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    env.update(
+        {
+            "N8N_USER_FOLDER": home,
+            "N8N_PORT": str(port),
+            "N8N_LISTEN_ADDRESS": "127.0.0.1",
+            "N8N_HOST": "127.0.0.1",
+            "N8N_PROTOCOL": "http",
+            "N8N_SECURE_COOKIE": "false",
+            "WEBHOOK_URL": f"http://127.0.0.1:{port}/",
+            "DB_TYPE": "sqlite",
+            # Offline: nothing phones home (diagnostics, version checks, templates, license renewal, banners).
+            "N8N_DIAGNOSTICS_ENABLED": "false",
+            "N8N_VERSION_NOTIFICATIONS_ENABLED": "false",
+            "N8N_TEMPLATES_ENABLED": "false",
+            "N8N_LICENSE_AUTO_RENEW_ENABLED": "false",
+            "N8N_DYNAMIC_BANNERS_ENABLED": "false",
+            "N8N_COMMUNITY_PACKAGES_ENABLED": "false",
+            "N8N_PERSONALIZATION_ENABLED": "false",
+            "N8N_DISABLED_MODULES": "mcp-registry",
+            "N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS": "false",
+            "EXECUTIONS_DATA_SAVE_ON_SUCCESS": "all",
+        }
+    )
+    return subprocess.Popen([n8n_bin, "start"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def wait_execution(n8n: N8n, workflow_id: str, limit: float = 60.0) -> dict:
@@ -321,8 +384,11 @@ def send_chat(n8n: N8n, hook: str, scenario: Scenario, limit: float = 60.0):
     deadline = time.monotonic() + limit
     while True:
         try:
-            return n8n.call("POST", f"/webhook/{hook}/chat", {"action": "sendMessage",
-                            "sessionId": f"session-{scenario.name}", "chatInput": scenario.user})
+            return n8n.call(
+                "POST",
+                f"/webhook/{hook}/chat",
+                {"action": "sendMessage", "sessionId": f"session-{scenario.name}", "chatInput": scenario.user},
+            )
         except RuntimeError as e:
             if "-> 404" not in str(e) or time.monotonic() > deadline:
                 raise
@@ -358,8 +424,12 @@ def capture(args) -> None:
     try:
         n8n.wait_ready(proc)
         n8n.setup()
-        cred = n8n.call("POST", "/api/v1/credentials", {"name": "stub", "type": "openAiApi",
-                        "data": {"apiKey": "sk-stub", "url": stub_url, "header": False}}, api=True)
+        cred = n8n.call(
+            "POST",
+            "/api/v1/credentials",
+            {"name": "stub", "type": "openAiApi", "data": {"apiKey": "sk-stub", "url": stub_url, "header": False}},
+            api=True,
+        )
         for name, scenario, agent_version in CAPTURES:
             body, hook = workflow(name, scenario, cred["id"], agent_version)
             wf = n8n.call("POST", "/api/v1/workflows", body, api=True)
@@ -368,18 +438,23 @@ def capture(args) -> None:
             execution = wait_execution(n8n, wf["id"])
             print(f"{name}: execution {execution['id']} {execution.get('status')} answer={answer}")
             (out / f"{name}.json").write_text(json.dumps(execution, indent=1, sort_keys=True) + "\n")
-            manifest[f"{name}.json"] = asdict(scenario) | {"expected": sorted(scenario.expected),
-                                                           "agent_version": agent_version}
+            manifest[f"{name}.json"] = asdict(scenario) | {
+                "expected": sorted(scenario.expected),
+                "agent_version": agent_version,
+            }
         db = Path(home) / ".n8n" / "database.sqlite"
         for name, _, _ in CAPTURES:
             execution = json.loads((out / f"{name}.json").read_text())
             stored = stored_form(db, execution["id"])
             (out / "stored" / f"{name}.json").write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
-        manifest_meta = {"n8n": n8n.call("GET", "/rest/settings").get("data", {}).get("versionCli"),
-                         "model_requests": len(StubHandler.requests_seen),
-                         "streamed": sum(1 for r in StubHandler.requests_seen if r.get("stream"))}
-        (out / "manifest.json").write_text(json.dumps({"capture": manifest_meta, "files": manifest},
-                                                      indent=1, sort_keys=True) + "\n")
+        manifest_meta = {
+            "n8n": n8n.call("GET", "/rest/settings").get("data", {}).get("versionCli"),
+            "model_requests": len(StubHandler.requests_seen),
+            "streamed": sum(1 for r in StubHandler.requests_seen if r.get("stream")),
+        }
+        (out / "manifest.json").write_text(
+            json.dumps({"capture": manifest_meta, "files": manifest}, indent=1, sort_keys=True) + "\n"
+        )
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:

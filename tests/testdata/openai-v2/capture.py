@@ -60,10 +60,21 @@ PARAMS = {
     "escalate_to_human": {"reason": "string"},
     "cancel_order": {"order_id": "string"},
 }
-TOOLS = [{"type": "function", "function": {
-    "name": name, "description": name.replace("_", " "),
-    "parameters": {"type": "object", "properties": {k: {"type": t} for k, t in props.items()},
-                   "required": list(props)}}} for name, props in PARAMS.items()]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": name.replace("_", " "),
+            "parameters": {
+                "type": "object",
+                "properties": {k: {"type": t} for k, t in props.items()},
+                "required": list(props),
+            },
+        },
+    }
+    for name, props in PARAMS.items()
+]
 
 
 class ScriptedModel(BaseHTTPRequestHandler):
@@ -80,15 +91,24 @@ class ScriptedModel(BaseHTTPRequestHandler):
             message["content"], finish = turns[turn].text, "stop"
         elif turn < len(turns):
             message["tool_calls"] = [
-                {"id": f"call_{turn}_{n}", "type": "function",
-                 "function": {"name": c.tool, "arguments": json.dumps(c.args)}}
-                for n, c in enumerate(turns[turn])]
+                {
+                    "id": f"call_{turn}_{n}",
+                    "type": "function",
+                    "function": {"name": c.tool, "arguments": json.dumps(c.args)},
+                }
+                for n, c in enumerate(turns[turn])
+            ]
             finish = "tool_calls"
         else:
             message["content"], finish = self.scenario.answer, "stop"
-        reply = {"id": f"chatcmpl-{turn}", "object": "chat.completion", "created": 1_700_000_000,
-                 "model": "scripted-chat", "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+        reply = {
+            "id": f"chatcmpl-{turn}",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": "scripted-chat",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
         data = json.dumps(reply).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -115,8 +135,10 @@ def run_tool(scenario: Scenario, turn: int, n: int, name: str, args: dict[str, A
 def tool_loop(client: OpenAI, scenario: Scenario) -> None:
     """The hand-written loop: ask, run the requested tools, send their results, until the model answers."""
     replies = [t.reply for t in scenario.turns if isinstance(t, Ask)]
-    messages: list[dict[str, Any]] = [{"role": "system", "content": "You help customers with orders."},
-                                      {"role": "user", "content": scenario.user}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You help customers with orders."},
+        {"role": "user", "content": scenario.user},
+    ]
     for turn in range(len(scenario.turns) + 1):
         reply = client.chat.completions.create(model="scripted-chat", messages=messages, tools=TOOLS)
         message = reply.choices[0].message
@@ -140,7 +162,8 @@ def capture(scenario: Scenario, mode: str, content: bool) -> None:
         client = OpenAI(base_url=f"http://127.0.0.1:{server.server_port}/v1", api_key="unused-offline", max_retries=0)
         EXPORTER.clear()
         with PROVIDER.get_tracer("luckrate.capture").start_as_current_span(
-                f"eval {scenario.name}", attributes={"luckrate.output_ok": True}):
+            f"eval {scenario.name}", attributes={"luckrate.output_ok": True}
+        ):
             tool_loop(client, scenario)
     finally:
         server.shutdown()

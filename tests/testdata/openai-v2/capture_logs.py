@@ -78,15 +78,25 @@ class ScriptedModel:
         if turn < len(self.turns) and isinstance(self.turns[turn], Ask):  # a question back to the user
             message, finish = {"role": "assistant", "content": self.turns[turn].text}, "stop"
         elif turn < len(self.turns):
-            calls = [{"id": f"call_{turn}_{n}", "type": "function",
-                      "function": {"name": c.tool, "arguments": json.dumps(c.args)}}
-                     for n, c in enumerate(self.turns[turn])]
+            calls = [
+                {
+                    "id": f"call_{turn}_{n}",
+                    "type": "function",
+                    "function": {"name": c.tool, "arguments": json.dumps(c.args)},
+                }
+                for n, c in enumerate(self.turns[turn])
+            ]
             message, finish = {"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls"
         else:
             message, finish = {"role": "assistant", "content": self.answer}, "stop"
-        return {"id": f"chatcmpl-{turn}", "object": "chat.completion", "created": 1700000000, "model": "gpt-4o-mini",
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+        return {
+            "id": f"chatcmpl-{turn}",
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
 
     def close(self) -> None:
         self._server.shutdown()
@@ -96,9 +106,17 @@ class ScriptedModel:
 def tool_definitions() -> list[dict]:
     from tests.scenarios import POLICY_TOOLS
 
-    return [{"type": "function", "function": {"name": t, "description": f"The {t.replace('_', ' ')} tool.",
-                                              "parameters": {"type": "object", "additionalProperties": True}}}
-            for t in POLICY_TOOLS]
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t,
+                "description": f"The {t.replace('_', ' ')} tool.",
+                "parameters": {"type": "object", "additionalProperties": True},
+            },
+        }
+        for t in POLICY_TOOLS
+    ]
 
 
 def run_mode(mode: str) -> None:
@@ -133,9 +151,11 @@ def run_mode(mode: str) -> None:
                 tool_loop(client, scenario)
             stem = OUT / f"{name}.{mode}.openai-v2"
             stem.with_name(stem.name + ".traces.otlp").write_bytes(
-                encode_spans(list(spans.get_finished_spans())).SerializeToString())
+                encode_spans(list(spans.get_finished_spans())).SerializeToString()
+            )
             stem.with_name(stem.name + ".logs.otlp").write_bytes(
-                encode_logs(list(logs.get_finished_logs())).SerializeToString())
+                encode_logs(list(logs.get_finished_logs())).SerializeToString()
+            )
             spans.clear()
             logs.clear()
     finally:
@@ -148,8 +168,10 @@ def tool_loop(client, scenario) -> None:
     from tests.scenarios import Ask
 
     results = {c.tool: c for c in scenario.calls}
-    messages: list[dict] = [{"role": "system", "content": "You are a support agent."},
-                            {"role": "user", "content": scenario.user}]
+    messages: list[dict] = [
+        {"role": "system", "content": "You are a support agent."},
+        {"role": "user", "content": scenario.user},
+    ]
     for turn in [*scenario.turns, None]:
         reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tool_definitions())
         message = reply.choices[0].message
@@ -158,10 +180,20 @@ def tool_loop(client, scenario) -> None:
             continue
         if not message.tool_calls:
             return
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": tc.id, "type": "function",
-             "function": {"name": tc.function.name, "arguments": tc.function.arguments}}
-            for tc in message.tool_calls]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": tc.id,
+                        "type": "function",
+                        "function": {"name": tc.function.name, "arguments": tc.function.arguments},
+                    }
+                    for tc in message.tool_calls
+                ],
+            }
+        )
         for tc in message.tool_calls:
             call = results[tc.function.name]
             messages.append({"role": "tool", "tool_call_id": tc.id, "content": call.result or call.error or ""})
@@ -172,8 +204,9 @@ def main() -> None:
         run_mode(sys.argv[1])
         return
     for mode, env in MODES.items():
-        subprocess.run([sys.executable, __file__, mode], check=True,
-                       env={**os.environ, "OTEL_SEMCONV_STABILITY_OPT_IN": "", **env})
+        subprocess.run(
+            [sys.executable, __file__, mode], check=True, env={**os.environ, "OTEL_SEMCONV_STABILITY_OPT_IN": "", **env}
+        )
         print(f"captured {mode}")
 
 

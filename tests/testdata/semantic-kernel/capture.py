@@ -59,14 +59,28 @@ def main(content: bool) -> None:
 
         @trace_chat_completion("scripted")
         async def _inner_get_chat_message_contents(self, chat_history, settings) -> list[ChatMessageContent]:
-            turn = sum(1 for m in chat_history.messages if m.role == AuthorRole.ASSISTANT
-                       and any(isinstance(i, FunctionCallContent) for i in m.items))
+            turn = sum(
+                1
+                for m in chat_history.messages
+                if m.role == AuthorRole.ASSISTANT and any(isinstance(i, FunctionCallContent) for i in m.items)
+            )
             turns = self.scenario.turns
             if turn >= len(turns):
                 return [ChatMessageContent(role=AuthorRole.ASSISTANT, content=self.scenario.answer)]
-            return [ChatMessageContent(role=AuthorRole.ASSISTANT, items=[
-                FunctionCallContent(id=f"call_{turn}_{n}", function_name=c.tool, plugin_name=PLUGIN,
-                                    arguments=json.dumps(c.args)) for n, c in enumerate(turns[turn])])]
+            return [
+                ChatMessageContent(
+                    role=AuthorRole.ASSISTANT,
+                    items=[
+                        FunctionCallContent(
+                            id=f"call_{turn}_{n}",
+                            function_name=c.tool,
+                            plugin_name=PLUGIN,
+                            arguments=json.dumps(c.args),
+                        )
+                        for n, c in enumerate(turns[turn])
+                    ],
+                )
+            ]
 
     def plugin(scenario: Scenario) -> Any:
         pending: dict[str, list[Any]] = {}
@@ -111,8 +125,9 @@ def main(content: bool) -> None:
         kernel.add_plugin(plugin(scenario), plugin_name=PLUGIN)
         service = ScriptedChat(ai_model_id="scripted-chat", service_id="scripted")
         service.scenario = scenario
-        agent = ChatCompletionAgent(service=service, kernel=kernel, name=AGENT,
-                                    instructions="You help customers with orders.")
+        agent = ChatCompletionAgent(
+            service=service, kernel=kernel, name=AGENT, instructions="You help customers with orders."
+        )
         if keyword:  # the agent span then records no input: its tracer reads the messages positionally only
             await agent.get_response(messages=scenario.user)
         else:
@@ -124,7 +139,8 @@ def main(content: bool) -> None:
     for scenario, name, keyword in runs:
         exporter.clear()
         with provider.get_tracer("luckrate.capture").start_as_current_span(
-                f"eval {scenario.name}", attributes={"luckrate.output_ok": True}):
+            f"eval {scenario.name}", attributes={"luckrate.output_ok": True}
+        ):
             asyncio.run(run(scenario, keyword))
         spans = exporter.get_finished_spans()
         stem = f"{name}{'' if content else '.nocontent'}.semantic-kernel"
@@ -137,7 +153,11 @@ if __name__ == "__main__":
         main(sys.argv[1] == "content")
     else:
         for setting in ("content", "nocontent"):
-            env = {**os.environ, "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS": "true",
-                   "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE":
-                       "true" if setting == "content" else "false"}
+            env = {
+                **os.environ,
+                "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS": "true",
+                "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE": "true"
+                if setting == "content"
+                else "false",
+            }
             subprocess.run([sys.executable, __file__, setting], env=env, check=True)

@@ -63,12 +63,22 @@ def main(mode: str, content: bool) -> None:
             yield
 
         async def stream(self, messages, tool_specs=None, system_prompt=None, **kwargs) -> AsyncGenerator[Any, None]:
-            turn = sum(1 for m in messages if m["role"] == "assistant" and any(
-                "toolUse" in b and b["toolUse"]["toolUseId"].startswith(self.prefix + "_") for b in m["content"]))
+            turn = sum(
+                1
+                for m in messages
+                if m["role"] == "assistant"
+                and any(
+                    "toolUse" in b and b["toolUse"]["toolUseId"].startswith(self.prefix + "_") for b in m["content"]
+                )
+            )
             yield {"messageStart": {"role": "assistant"}}
             if turn < len(self.turns):
                 for n, c in enumerate(self.turns[turn]):
-                    yield {"contentBlockStart": {"start": {"toolUse": {"toolUseId": f"{self.prefix}_{turn}_{n}", "name": c.tool}}}}
+                    yield {
+                        "contentBlockStart": {
+                            "start": {"toolUse": {"toolUseId": f"{self.prefix}_{turn}_{n}", "name": c.tool}}
+                        }
+                    }
                     yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(c.args)}}}}
                     yield {"contentBlockStop": {}}
                 stop = "tool_use"
@@ -77,7 +87,12 @@ def main(mode: str, content: bool) -> None:
                 yield {"contentBlockStop": {}}
                 stop = "end_turn"
             yield {"messageStop": {"stopReason": stop}}
-            yield {"metadata": {"usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15}, "metrics": {"latencyMs": 1}}}
+            yield {
+                "metadata": {
+                    "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
+                    "metrics": {"latencyMs": 1},
+                }
+            }
 
     def tools(scenario: Scenario) -> list[Any]:
         pending: dict[str, list[Call]] = {}
@@ -124,8 +139,13 @@ def main(mode: str, content: bool) -> None:
         return [lookup_order, issue_refund, fetch_webpage, send_email, delete_account, escalate_to_human]
 
     def support(scenario: Scenario) -> Any:
-        return Agent(name=AGENT, model=ScriptedModel(list(scenario.turns), scenario.answer), tools=tools(scenario),
-                     system_prompt="You help customers with orders.", callback_handler=None)
+        return Agent(
+            name=AGENT,
+            model=ScriptedModel(list(scenario.turns), scenario.answer),
+            tools=tools(scenario),
+            system_prompt="You help customers with orders.",
+            callback_handler=None,
+        )
 
     def triage(scenario: Scenario) -> Any:
         """Strands' agents-as-tools pattern: the triage agent's tool runs the support agent."""
@@ -136,9 +156,15 @@ def main(mode: str, content: bool) -> None:
             """Hand the request to the support agent."""
             return str(helper(request))
 
-        return Agent(name=TRIAGE, model=ScriptedModel([(Call("transfer_to_support_agent", {"request": scenario.user}),)],
-                                                      scenario.answer, prefix="triage"),
-                     tools=[transfer_to_support_agent], system_prompt="Route the customer.", callback_handler=None)
+        return Agent(
+            name=TRIAGE,
+            model=ScriptedModel(
+                [(Call("transfer_to_support_agent", {"request": scenario.user}),)], scenario.answer, prefix="triage"
+            ),
+            tools=[transfer_to_support_agent],
+            system_prompt="Route the customer.",
+            callback_handler=None,
+        )
 
     runs = [(s, s.name, support) for s in SCENARIOS]
     if content:
@@ -146,7 +172,8 @@ def main(mode: str, content: bool) -> None:
     for scenario, name, build in runs:
         exporter.clear()
         with provider.get_tracer("luckrate.capture").start_as_current_span(
-                f"eval {scenario.name}", attributes={"luckrate.output_ok": True}):
+            f"eval {scenario.name}", attributes={"luckrate.output_ok": True}
+        ):
             build(scenario)(scenario.user)
         spans = exporter.get_finished_spans()
         stem = f"{name}.{mode}{'' if content else '.nocontent'}.strands"
@@ -161,5 +188,8 @@ if __name__ == "__main__":
         for mode, opt_in in MODES.items():
             for content in ("content", "nocontent"):
                 value = ",".join(v for v in (opt_in, NO_CONTENT if content == "nocontent" else "") if v)
-                subprocess.run([sys.executable, __file__, mode, content], check=True,
-                               env={**os.environ, "OTEL_SEMCONV_STABILITY_OPT_IN": value})
+                subprocess.run(
+                    [sys.executable, __file__, mode, content],
+                    check=True,
+                    env={**os.environ, "OTEL_SEMCONV_STABILITY_OPT_IN": value},
+                )

@@ -46,8 +46,9 @@ def trajectory_from_spans(records: Sequence[SpanRecord], rule: OutputRule = Outp
     return _Assembly(Tree(records, where), where, rule).trajectory(trace.hex())
 
 
-def trajectory_from_run(traces: Sequence[Sequence[SpanRecord]], parents: dict[tuple[bytes, bytes], bytes],
-                        rule: OutputRule = OutputRule()) -> Trajectory:
+def trajectory_from_run(
+    traces: Sequence[Sequence[SpanRecord]], parents: dict[tuple[bytes, bytes], bytes], rule: OutputRule = OutputRule()
+) -> Trajectory:
     """One run spread over several traces (runs.py groups them; the first trace started first): their
     spans as one tree, a root span taking the span it links to in an earlier trace as its parent
     (``parents``, keyed by (trace, span)). The run's id is its first trace's."""
@@ -84,8 +85,12 @@ class _Assembly:
         joined = sorted(join(calls, requests_from(models), self._responses()), key=lambda c: c.key)
         others = [r for r in self.tree.spans if not isinstance(self.roles[r.span_id], ModelRole)]
         joined = [c for c in joined if c.key[2] not in answers]  # the answer call, and the request it answered
-        messages = conversation([(m[0], self._inputs(m[0]), m[1]) for m in models], [c.start_ns for c in joined],
-                                others, lambda: [(r, self._inputs(r), output_messages(r)) for r in self._spans(AgentRole)])
+        messages = conversation(
+            [(m[0], self._inputs(m[0]), m[1]) for m in models],
+            [c.start_ns for c in joined],
+            others,
+            lambda: [(r, self._inputs(r), output_messages(r)) for r in self._spans(AgentRole)],
+        )
         content = captured or self._messages_captured()
         if not content:  # placeholders a framework writes for redacted text are not what anyone said
             messages = ()
@@ -164,16 +169,30 @@ class _Assembly:
         if error is None and reported_error:
             error = result or "error"
         return Call(
-            tool=name, args=args, parsed=parsed, args_captured=role.args is not None,
-            result=result, error=error, start_ns=rec.start_ns, end_ns=rec.end_ns,
-            key=(rec.start_ns, rec.end_ns, rec.span_id, 0), agent=self.agent_of(rec), call_id=role.call_id,
+            tool=name,
+            args=args,
+            parsed=parsed,
+            args_captured=role.args is not None,
+            result=result,
+            error=error,
+            start_ns=rec.start_ns,
+            end_ns=rec.end_ns,
+            key=(rec.start_ns, rec.end_ns, rec.span_id, 0),
+            agent=self.agent_of(rec),
+            call_id=role.call_id,
         )
 
     def _step(self, index: int, call: Call) -> Step:
         return Step(
-            index=index, tool=call.tool, args=call.args, result=call.result, error=call.error,
-            t=call.start_ns / 1e9, duration=max(0, call.end_ns - call.start_ns) / 1e9,
-            agent=call.agent, call_id=call.call_id,
+            index=index,
+            tool=call.tool,
+            args=call.args,
+            result=call.result,
+            error=call.error,
+            t=call.start_ns / 1e9,
+            duration=max(0, call.end_ns - call.start_ns) / 1e9,
+            agent=call.agent,
+            call_id=call.call_id,
         )
 
     def _responses(self) -> dict[str, Response]:
@@ -208,8 +227,7 @@ class _Assembly:
 
     def _messages_captured(self) -> bool:
         return any(
-            _has_text(self._inputs(r)) or _has_text(output_messages(r))
-            for r in self._spans(ModelRole, AgentRole)
+            _has_text(self._inputs(r)) or _has_text(output_messages(r)) for r in self._spans(ModelRole, AgentRole)
         )
 
 
@@ -218,7 +236,8 @@ def _has_text(messages: list[Message] | None) -> bool:
     # arguments, tool_call_response parts with no result. Structure is not content, and neither is a
     # system prompt (Strands leaves it unredacted when it redacts the rest).
     return bool(messages) and any(
-        (m.texts and m.role != "system") or any(c.args is not None for c in m.calls)
+        (m.texts and m.role != "system")
+        or any(c.args is not None for c in m.calls)
         or any(r is not None for _, r in m.responses)
         for m in messages
     )

@@ -45,26 +45,55 @@ REJECT_REASONS = ("bad_trace_id", "bad_span_id", "bad_parent_id")
 
 # Only the attributes the adapter reads are kept (tests/adapters/test_otlp_spans.py checks every key the
 # convention readers ask for is here): anything else costs compaction time and buffer memory for nothing.
-_KEEP_KEYS = frozenset({
-    # OTel GenAI (genai.py, messages.py)
-    "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
-    "gen_ai.tool.call.id", "gen_ai.agent.name", "gen_ai.workflow.name", "gen_ai.input.messages",
-    "gen_ai.output.messages", "mcp.method.name", "error.type",
-    # OpenInference (openinference.py)
-    "openinference.span.kind", "tool.name", "tool.id", "tool_call.id", "tool_call.function.arguments",
-    "input.value", "output.value", "agent.name",
-    # Traceloop (traceloop.py)
-    "traceloop.span.kind", "traceloop.entity.name", "traceloop.entity.input", "traceloop.entity.output",
-    "traceloop.workflow.name", "llm.request.type",
-})
+_KEEP_KEYS = frozenset(
+    {
+        # OTel GenAI (genai.py, messages.py)
+        "gen_ai.operation.name",
+        "gen_ai.tool.name",
+        "gen_ai.tool.call.arguments",
+        "gen_ai.tool.call.result",
+        "gen_ai.tool.call.id",
+        "gen_ai.agent.name",
+        "gen_ai.workflow.name",
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "mcp.method.name",
+        "error.type",
+        # OpenInference (openinference.py)
+        "openinference.span.kind",
+        "tool.name",
+        "tool.id",
+        "tool_call.id",
+        "tool_call.function.arguments",
+        "input.value",
+        "output.value",
+        "agent.name",
+        # Traceloop (traceloop.py)
+        "traceloop.span.kind",
+        "traceloop.entity.name",
+        "traceloop.entity.input",
+        "traceloop.entity.output",
+        "traceloop.workflow.name",
+        "llm.request.type",
+    }
+)
 _KEEP_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.")
 """Flattened message lists (OpenInference, Traceloop <= 0.54), read whole by ``messages.unflatten``."""
 # Keys whose string values are a small vocabulary (operation, tool, agent, kind): their values are shared
 # between records like the keys themselves.
-_VOCABULARY_KEYS = frozenset({
-    "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.agent.name", "openinference.span.kind", "tool.name",
-    "traceloop.span.kind", "traceloop.entity.name", "mcp.method.name", "llm.request.type",
-})
+_VOCABULARY_KEYS = frozenset(
+    {
+        "gen_ai.operation.name",
+        "gen_ai.tool.name",
+        "gen_ai.agent.name",
+        "openinference.span.kind",
+        "tool.name",
+        "traceloop.span.kind",
+        "traceloop.entity.name",
+        "mcp.method.name",
+        "llm.request.type",
+    }
+)
 SHARED_MAX = 8192
 """Distinct strings and pairs shared between buffered records (keys, span names, vocabulary values).
 Bounded because span data is attacker-influenced: once full, new ones are kept unshared, never evicted."""
@@ -139,7 +168,10 @@ class Rejected:
 
 
 def records_from_request(
-    req: ExportTraceServiceRequest, *, keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE, packed: bool = False,
+    req: ExportTraceServiceRequest,
+    *,
+    keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE,
+    packed: bool = False,
     tables: Interning | None = None,
 ) -> tuple[list[Any], list[Rejected]]:
     """Compact every usable span of the request; count the others by reason. Never raises on content.
@@ -149,9 +181,14 @@ def records_from_request(
     return records_at(req, picks[0], keep_attribute=keep_attribute, packed=packed, tables=tables), rejected
 
 
-def records_at(req: ExportTraceServiceRequest, picks: Iterable[int], *,
-               keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE, packed: bool = False,
-               tables: Interning | None = None) -> list[Any]:
+def records_at(
+    req: ExportTraceServiceRequest,
+    picks: Iterable[int],
+    *,
+    keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE,
+    packed: bool = False,
+    tables: Interning | None = None,
+) -> list[Any]:
     """Compact the spans at these positions (ascending, counted over the request's spans in order), already
     judged usable (``route_spans``): a grading process reaches its share without a Python step over the
     spans it does not own. ``packed`` and ``tables`` as in ``records_from_request``."""
@@ -246,11 +283,33 @@ def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes], packed: boo
     kind, code = span.kind, status.code
     if packed:  # PackedSpan's layout, built inline (a call per span costs more than the work)
         state = (kind, code, message, events) if message or events or kind >> 6 or code >> 2 else kind << 2 | code
-        return _NEW_TUPLE(PackedSpan, (trace_id, span.span_id, parent, name,
-                                       span.start_time_unix_nano << 64 | span.end_time_unix_nano, state, layout,
-                                       *values))
-    return new_record(trace_id, span.span_id, parent, name, kind, span.start_time_unix_nano,
-                      span.end_time_unix_nano, code, message, layout, values, events)
+        return _NEW_TUPLE(
+            PackedSpan,
+            (
+                trace_id,
+                span.span_id,
+                parent,
+                name,
+                span.start_time_unix_nano << 64 | span.end_time_unix_nano,
+                state,
+                layout,
+                *values,
+            ),
+        )
+    return new_record(
+        trace_id,
+        span.span_id,
+        parent,
+        name,
+        kind,
+        span.start_time_unix_nano,
+        span.end_time_unix_nano,
+        code,
+        message,
+        layout,
+        values,
+        events,
+    )
 
 
 _NEW_TUPLE = tuple.__new__

@@ -14,8 +14,21 @@ from dataclasses import dataclass
 from typing import Literal
 
 from luckrate.adapters.otlp import (
-    compaction, crewai_openinference, genai, google_adk, haystack, llamaindex, mastra, openinference, pydantic_ai, smolagents, spans, strands, traceloop,
-    unmarked, vercel_ai,
+    compaction,
+    crewai_openinference,
+    genai,
+    google_adk,
+    haystack,
+    llamaindex,
+    mastra,
+    openinference,
+    pydantic_ai,
+    smolagents,
+    spans,
+    strands,
+    traceloop,
+    unmarked,
+    vercel_ai,
 )
 from luckrate.adapters.otlp import messages as standard
 from luckrate.adapters.otlp.messages import Message
@@ -44,17 +57,43 @@ class Convention:
 _OI = ("openinference.span.kind",)
 CONVENTIONS: tuple[Convention, ...] = (
     Convention("LlamaIndex", llamaindex.classify, markers=_OI),  # before OpenInference: its tool spans' shapes
-    Convention("smolagents", smolagents.classify, smolagents.messages, smolagents.KEYS, _OI,  # likewise
-               answer_tool=smolagents.ANSWER_TOOL),
-    Convention("CrewAI", crewai_openinference.classify, crewai_openinference.messages,  # before OpenInference
-               crewai_openinference.KEYS, crewai_openinference.MARKERS),
+    Convention(
+        "smolagents",
+        smolagents.classify,
+        smolagents.messages,
+        smolagents.KEYS,
+        _OI,  # likewise
+        answer_tool=smolagents.ANSWER_TOOL,
+    ),
+    Convention(
+        "CrewAI",
+        crewai_openinference.classify,
+        crewai_openinference.messages,  # before OpenInference
+        crewai_openinference.KEYS,
+        crewai_openinference.MARKERS,
+    ),
     Convention("OpenInference", openinference.classify, openinference.messages, openinference.KEYS, _OI),
-    Convention("pydantic-ai", pydantic_ai.classify, pydantic_ai.messages, pydantic_ai.KEYS,  # before GenAI: v1, v2
-               tuple(pydantic_ai.KEYS)),
-    Convention("Google ADK", google_adk.classify, google_adk.messages, google_adk.KEYS,  # before GenAI: v1 keys
-               tuple(google_adk.KEYS)),
-    Convention("Strands Agents", strands.classify, strands.messages, strands.KEYS,  # before GenAI: events
-               tuple(strands.KEYS)),
+    Convention(
+        "pydantic-ai",
+        pydantic_ai.classify,
+        pydantic_ai.messages,
+        pydantic_ai.KEYS,  # before GenAI: v1, v2
+        tuple(pydantic_ai.KEYS),
+    ),
+    Convention(
+        "Google ADK",
+        google_adk.classify,
+        google_adk.messages,
+        google_adk.KEYS,  # before GenAI: v1 keys
+        tuple(google_adk.KEYS),
+    ),
+    Convention(
+        "Strands Agents",
+        strands.classify,
+        strands.messages,
+        strands.KEYS,  # before GenAI: events
+        tuple(strands.KEYS),
+    ),
     Convention("Mastra", mastra.classify, mastra.messages, mastra.KEYS, (mastra.TYPE,)),  # before GenAI: chat spans
     Convention("GenAI", genai.classify),
     Convention("Traceloop", traceloop.classify),
@@ -94,8 +133,10 @@ def _carries(layout: dict[str, int], markers: tuple[str, ...]) -> bool:
 
 def _admitted(layout: dict[str, int]) -> tuple[tuple[Callable, ...], tuple[Callable, ...]]:
     """The classifiers and message readers whose markers the layout carries, in registry order."""
-    return (tuple(read for markers, read in _CLASSIFIERS if not markers or _carries(layout, markers)),
-            tuple(read for markers, read in _READERS if not markers or _carries(layout, markers)))
+    return (
+        tuple(read for markers, read in _CLASSIFIERS if not markers or _carries(layout, markers)),
+        tuple(read for markers, read in _READERS if not markers or _carries(layout, markers)),
+    )
 
 
 _plan = spans.LayoutMemo(_admitted)

@@ -68,8 +68,11 @@ def _definitions(req: ExportTraceServiceRequest) -> Iterator[tuple[str, str, str
     for rs in req.resource_spans:
         for ss in rs.scope_spans:
             for span in ss.spans:
-                attrs = {kv.key: _value(kv.value) for kv in span.attributes
-                         if kv.key in _WANTED or kv.key.startswith("llm.tools.")}
+                attrs = {
+                    kv.key: _value(kv.value)
+                    for kv in span.attributes
+                    if kv.key in _WANTED or kv.key.startswith("llm.tools.")
+                }
                 if attrs:
                     yield from ((span.trace_id.hex(), *d) for d in _of_span(attrs))
 
@@ -124,7 +127,7 @@ def _json(value: Any) -> Any:
 def _value(v: Any) -> Any:
     kind = v.WhichOneof("value")
     if kind == "string_value":
-        return v.string_value[:MAX_JSON + 1]
+        return v.string_value[: MAX_JSON + 1]
     if kind == "array_value":
         return [_value(x) for x in v.array_value.values[:MAX_TOOLS]]
     return None

@@ -41,16 +41,24 @@ def _tool(rec: SpanRecord, prefix: str, mcp: bool = False):
     args, result = rec.get("gen_ai.tool.call.arguments"), rec.get("gen_ai.tool.call.result")
     if args is None and result is None and rec.get("traceloop.span.kind") is not None:
         args, result = _entity_args(rec.get("traceloop.entity.input")), rec.get("traceloop.entity.output")
-    name = (rec.get("gen_ai.tool.name") or tool_message_name(result) or suffix(rec.name, prefix)
-            or (_mcp_target(rec.name) if mcp else None))
+    name = (
+        rec.get("gen_ai.tool.name")
+        or tool_message_name(result)
+        or suffix(rec.name, prefix)
+        or (_mcp_target(rec.name) if mcp else None)
+    )
     return tool_role(name, args, result, rec.get("gen_ai.tool.call.id"), mcp)
 
 
 def _entity_args(raw: Any) -> Any:
     """The tool's input inside Traceloop Node's ``{"args": [<input>]}``; any other value as it is."""
     value = load_text(raw) if isinstance(raw, str) and raw.startswith('{"args"') else None
-    if isinstance(value, dict) and set(value) == {"args"} and isinstance(value["args"], list) and \
-            len(value["args"]) == 1:
+    if (
+        isinstance(value, dict)
+        and set(value) == {"args"}
+        and isinstance(value["args"], list)
+        and len(value["args"]) == 1
+    ):
         return value["args"][0]
     return raw
 
@@ -59,4 +67,4 @@ def _mcp_target(span_name: str) -> str | None:
     """The tool in an MCP client span's name: the MCP Python SDK names it ``MCP send tools/call <tool>``
     and records no ``gen_ai.tool.name`` (its server span does)."""
     at = span_name.find(" tools/call ")
-    return suffix(span_name[at + 1:], "tools/call") if at >= 0 else None
+    return suffix(span_name[at + 1 :], "tools/call") if at >= 0 else None

@@ -21,10 +21,15 @@ from luckrate.adapters.otlp.payloads import load_text
 from luckrate.adapters.otlp.roles import ModelRole, Role, tool_role
 from luckrate.adapters.otlp.spans import SpanRecord
 
-KEYS = frozenset({
-    "gcp.vertex.agent.event_id", "gcp.vertex.agent.tool_call_args", "gcp.vertex.agent.tool_response",
-    "gcp.vertex.agent.llm_request", "gcp.vertex.agent.llm_response",
-})
+KEYS = frozenset(
+    {
+        "gcp.vertex.agent.event_id",
+        "gcp.vertex.agent.tool_call_args",
+        "gcp.vertex.agent.tool_response",
+        "gcp.vertex.agent.llm_request",
+        "gcp.vertex.agent.llm_response",
+    }
+)
 MAX_CONTENTS = 1000
 _EMPTY = "{}"
 _NO_ID = "<not specified>"
@@ -34,7 +39,11 @@ def classify(rec: SpanRecord) -> Role | None:
     op = rec.get("gen_ai.operation.name")
     if op is None and rec.name == "call_llm" and rec.get("gcp.vertex.agent.llm_request") is not None:
         return ModelRole()
-    if op != "execute_tool" or rec.get("gcp.vertex.agent.event_id") is None and rec.get("gcp.vertex.agent.tool_call_args") is None:
+    if (
+        op != "execute_tool"
+        or rec.get("gcp.vertex.agent.event_id") is None
+        and rec.get("gcp.vertex.agent.tool_call_args") is None
+    ):
         return None
     args = rec.get("gcp.vertex.agent.tool_call_args")
     result = rec.get("gcp.vertex.agent.tool_response")

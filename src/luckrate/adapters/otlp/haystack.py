@@ -28,14 +28,29 @@ from luckrate.adapters.otlp.payloads import MAX_LITERAL, Requested, load_text
 from luckrate.adapters.otlp.roles import AgentRole, ChainRole, ModelRole, Role, ToolRole, tool_role
 from luckrate.adapters.otlp.spans import SpanRecord
 
-KEYS = frozenset({
-    "haystack.tool.name", "haystack.tool.error", "haystack.agent.step.tool.input", "haystack.agent.step.tool.output",
-    "haystack.agent.input", "haystack.agent.output", "haystack.agent.step.llm.input", "haystack.agent.step.llm.output",
-    "haystack.component.name", "haystack.component.type", "haystack.component.input", "haystack.component.output",
-})
+KEYS = frozenset(
+    {
+        "haystack.tool.name",
+        "haystack.tool.error",
+        "haystack.agent.step.tool.input",
+        "haystack.agent.step.tool.output",
+        "haystack.agent.input",
+        "haystack.agent.output",
+        "haystack.agent.step.llm.input",
+        "haystack.agent.step.llm.output",
+        "haystack.component.name",
+        "haystack.component.type",
+        "haystack.component.input",
+        "haystack.component.output",
+    }
+)
 PREFIX = "haystack."
 _AGENT, _LLM, _TOOL, _COMPONENT = (
-    "haystack.agent.run", "haystack.agent.step.llm", "haystack.agent.step.tool", "haystack.component.run")
+    "haystack.agent.run",
+    "haystack.agent.step.llm",
+    "haystack.agent.step.tool",
+    "haystack.component.run",
+)
 
 
 def classify(rec: SpanRecord) -> Role | None:
@@ -43,8 +58,12 @@ def classify(rec: SpanRecord) -> Role | None:
     if not name.startswith(PREFIX):
         return None
     if name == _TOOL:
-        role = tool_role(rec.get("haystack.tool.name"), rec.get("haystack.agent.step.tool.input"),
-                         rec.get("haystack.agent.step.tool.output"), None)
+        role = tool_role(
+            rec.get("haystack.tool.name"),
+            rec.get("haystack.agent.step.tool.input"),
+            rec.get("haystack.agent.step.tool.output"),
+            None,
+        )
         return ToolRole(role.name, role.args, role.result, error=_error(role.result)) if _failed(rec) else role
     if name == _AGENT:
         return AgentRole(None)
@@ -71,10 +90,16 @@ def _error(result: Any) -> str:
     return error if isinstance(error, str) and error else "error"
 
 
-_INPUT_KEYS = {_AGENT: "haystack.agent.input", _LLM: "haystack.agent.step.llm.input",
-               _COMPONENT: "haystack.component.input"}
-_OUTPUT_KEYS = {_AGENT: "haystack.agent.output", _LLM: "haystack.agent.step.llm.output",
-                _COMPONENT: "haystack.component.output"}
+_INPUT_KEYS = {
+    _AGENT: "haystack.agent.input",
+    _LLM: "haystack.agent.step.llm.input",
+    _COMPONENT: "haystack.component.input",
+}
+_OUTPUT_KEYS = {
+    _AGENT: "haystack.agent.output",
+    _LLM: "haystack.agent.step.llm.output",
+    _COMPONENT: "haystack.component.output",
+}
 
 
 def messages(rec: SpanRecord, direction: str) -> list[Message] | None:
@@ -108,8 +133,13 @@ def _message(obj: Any) -> Message | None:
         if not isinstance(part, dict):
             continue
         call = part.get("tool_call") if "tool_call" in part else part if part.get("__type") == "ToolCall" else None
-        result = (part.get("tool_call_result") if "tool_call_result" in part
-                  else part if part.get("__type") == "ToolCallResult" else None)
+        result = (
+            part.get("tool_call_result")
+            if "tool_call_result" in part
+            else part
+            if part.get("__type") == "ToolCallResult"
+            else None
+        )
         if isinstance(part.get("text"), str):
             texts.append(part["text"])
         elif isinstance(call, dict) and isinstance(call.get("tool_name"), str):

@@ -101,8 +101,22 @@ def join(calls: list[Call], requests: list[_Request], responses: dict[str, Respo
         error = (result or "error") if response is not None and (response.failed or reported) else None
         start = req.model.end_ns
         end = max(start, response.at_ns) if response is not None else start
-        joined.append(Call(req.tool, req.args, req.parsed, req.captured, result, error, start, end,
-                           (start, end, req.model.span_id, req.position), req.agent, req.call_id, req.model.span_id))
+        joined.append(
+            Call(
+                req.tool,
+                req.args,
+                req.parsed,
+                req.captured,
+                result,
+                error,
+                start,
+                end,
+                (start, end, req.model.span_id, req.position),
+                req.agent,
+                req.call_id,
+                req.model.span_id,
+            )
+        )
     return joined
 
 

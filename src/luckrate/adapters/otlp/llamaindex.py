@@ -32,8 +32,12 @@ def classify(rec: SpanRecord) -> Role | None:
     output = _tool_output(raw_out)
     if args is None and output is None:
         return None
-    role = tool_role(rec.get("tool.name") or rec.name, raw_in if args is None else args,
-                     raw_out if output is None else _text(output), rec.get("tool.id") or rec.get("tool_call.id"))
+    role = tool_role(
+        rec.get("tool.name") or rec.name,
+        raw_in if args is None else args,
+        raw_out if output is None else _text(output),
+        rec.get("tool.id") or rec.get("tool_call.id"),
+    )
     if output is not None and output.get("is_error") is True:
         return ToolRole(role.name, role.args, role.result, role.call_id, error=role.result or "error")
     return role

@@ -128,16 +128,31 @@ def joined(spans: Sequence[SpanRecord], logs: Sequence[LogEvent]) -> tuple[SpanR
 
 def _with_events(s: SpanRecord, events: list[SpanEvent]) -> SpanRecord:
     """``dataclasses.replace(s, events=...)``, at ``new_record``'s speed (a third of replace's time)."""
-    return new_record(s.trace_id, s.span_id, s.parent_id, s.name, s.kind, s.start_ns, s.end_ns, s.status_code,
-                      s.status_message, s.layout, s.values, s.events + tuple(events))
+    return new_record(
+        s.trace_id,
+        s.span_id,
+        s.parent_id,
+        s.name,
+        s.kind,
+        s.start_ns,
+        s.end_ns,
+        s.status_code,
+        s.status_message,
+        s.layout,
+        s.values,
+        s.events + tuple(events),
+    )
 
 
 def _innermost_under(spans: tuple[SpanRecord, ...], i: int, time_ns: int, children: dict[bytes, list[int]]) -> int:
     """From span ``i`` down to the latest-starting descendant open at ``time_ns`` (``i`` when none is)."""
     seen = {i}  # a parent cycle in attacker-sent spans must not loop
     while time_ns:
-        open_at = [k for k in children.get(spans[i].span_id, ()) if k not in seen
-                   and spans[k].start_ns <= time_ns <= spans[k].end_ns]
+        open_at = [
+            k
+            for k in children.get(spans[i].span_id, ())
+            if k not in seen and spans[k].start_ns <= time_ns <= spans[k].end_ns
+        ]
         if not open_at:
             break
         i = max(open_at, key=lambda k: (spans[k].start_ns, -k))
@@ -206,8 +221,11 @@ def _event(record: Any) -> LogEvent:
     span_id = record.span_id
     if len(span_id) != 8 or span_id == _ZERO_SPAN_ID:
         span_id = b""
-    return LogEvent(record.trace_id, span_id,
-                    SpanEvent(name[:256], record.time_unix_nano or record.observed_time_unix_nano, tuple(attributes)))
+    return LogEvent(
+        record.trace_id,
+        span_id,
+        SpanEvent(name[:256], record.time_unix_nano or record.observed_time_unix_nano, tuple(attributes)),
+    )
 
 
 _SCALARS = frozenset({"bool_value", "int_value", "double_value"})

@@ -67,8 +67,15 @@ def _message(obj: Any) -> Message | None:
     content = obj.get("content")
     if isinstance(content, str):
         return Message(obj["role"], (content,))
-    texts = tuple(p["text"] for p in content if isinstance(p, dict) and p.get("type") == "text"
-                  and isinstance(p.get("text"), str)) if isinstance(content, list) else ()
+    texts = (
+        tuple(
+            p["text"]
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+        )
+        if isinstance(content, list)
+        else ()
+    )
     return Message(obj["role"], texts)
 
 
@@ -81,6 +88,7 @@ def _step_output(raw: Any) -> list[Message] | None:
     requested = tuple(
         Requested(c["toolName"], c.get("args"), c["toolCallId"] if isinstance(c.get("toolCallId"), str) else None)
         for c in (calls if isinstance(calls, list) else [])[:MAX_MESSAGES]
-        if isinstance(c, dict) and isinstance(c.get("toolName"), str))
+        if isinstance(c, dict) and isinstance(c.get("toolName"), str)
+    )
     texts = (text,) if isinstance(text, str) and text else ()
     return [Message("assistant", texts, requested)] if texts or requested else None

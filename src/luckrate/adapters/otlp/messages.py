@@ -253,8 +253,11 @@ def _blocks_message(role: str, content: list[Any]) -> Message:
     ``content``, ``is_error``)."""
     blocks = [b for b in content[:MAX_MESSAGES] if isinstance(b, dict)]
     texts = tuple(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str))
-    calls = tuple(Requested(b["name"], b.get("input"), _id(b.get("id"))) for b in blocks
-                  if b.get("type") == "tool_use" and isinstance(b.get("name"), str))
+    calls = tuple(
+        Requested(b["name"], b.get("input"), _id(b.get("id")))
+        for b in blocks
+        if b.get("type") == "tool_use" and isinstance(b.get("name"), str)
+    )
     results = [b for b in blocks if b.get("type") == "tool_result"]
     responses = tuple((_id(b.get("tool_use_id")), b.get("content")) for b in results)
     failed = _failed([_id(b.get("tool_use_id")) for b in results if marked_failed(b, envelope=False)])
@@ -263,7 +266,8 @@ def _blocks_message(role: str, content: list[Any]) -> Message:
 
 _FLAT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.")
 _flat_prefixes = LayoutMemo(
-    lambda layout: frozenset(p for p in _FLAT_PREFIXES if any(key.startswith(p) for key in layout)))
+    lambda layout: frozenset(p for p in _FLAT_PREFIXES if any(key.startswith(p) for key in layout))
+)
 """The flattened message lists a layout holds keys of: most spans hold none, and skip two walks over
 their attributes."""
 
@@ -275,7 +279,7 @@ def unflatten(attributes: Iterable[tuple[str, Any]], prefix: str) -> list[Any]:
         if not key.startswith(prefix):
             continue
         node = root
-        *path, leaf = key[len(prefix):].split(".")
+        *path, leaf = key[len(prefix) :].split(".")
         for part in path:
             child = node.get(part)
             if not isinstance(child, dict):
@@ -297,8 +301,10 @@ def _listed(value: Any) -> list[Any]:
 
 def _nested(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: (_listed(v) if isinstance(v, dict) and v and all(map(_index, v)) else _nested(v))
-                for k, v in value.items()}
+        return {
+            k: (_listed(v) if isinstance(v, dict) and v and all(map(_index, v)) else _nested(v))
+            for k, v in value.items()
+        }
     return value
 
 
@@ -315,8 +321,13 @@ def user_texts(messages: list[Message]) -> tuple[str, ...]:
     return tuple(t for m in messages if m.role in ("user", "human") for t in m.texts if captured(t))
 
 
-def parts_message(role: str, parts: Iterable[Any], call: tuple[str, str, str], result: str,
-                  result_of: Callable[[dict[str, Any]], tuple[str | None, Any]]) -> Message:
+def parts_message(
+    role: str,
+    parts: Iterable[Any],
+    call: tuple[str, str, str],
+    result: str,
+    result_of: Callable[[dict[str, Any]], tuple[str | None, Any]],
+) -> Message:
     """One message from a list of content parts, each a text, a tool call or a tool result, as Google ADK
     (``parts``) and Strands (content blocks) write them: ``call`` names the call part's key, its arguments'
     key and its id's key; ``result_of(part[result])`` gives a result's ``(call id, result)``. Other parts

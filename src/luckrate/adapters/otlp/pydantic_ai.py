@@ -23,8 +23,12 @@ from luckrate.adapters.otlp.spans import SpanRecord
 
 KEYS = frozenset({"tool_arguments", "tool_response", "events"})
 MAX_EVENTS = 1000
-_ROLES = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
-          "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
+_ROLES = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
 
 
 def classify(rec: SpanRecord) -> Role | None:

@@ -44,8 +44,9 @@ class Runs(list[Trajectory]):
     ``conversation_ids_too_long``; only non-zero counts."""
 
 
-def trajectories_from_request(req: ExportTraceServiceRequest, rule: OutputRule = OutputRule(),
-                              logs: dict[bytes, list[LogEvent]] | None = None) -> list[Trajectory]:
+def trajectories_from_request(
+    req: ExportTraceServiceRequest, rule: OutputRule = OutputRule(), logs: dict[bytes, list[LogEvent]] | None = None
+) -> list[Trajectory]:
     """Group the request's spans by trace id (first-seen order) and build one trajectory per trace, with
     ``logs`` (log events by trace id) joined to their traces' spans.
 
@@ -56,8 +57,12 @@ def trajectories_from_request(req: ExportTraceServiceRequest, rule: OutputRule =
     return [trajectory_from_spans(joined(spans, logs.get(spans[0].trace_id, ())), rule) for spans in _traces(req, rule)]
 
 
-def runs_from_request(req: ExportTraceServiceRequest, rule: OutputRule = OutputRule(),
-                      runs_by: str = grouping.DEFAULT_MODE, logs: dict[bytes, list[LogEvent]] | None = None) -> Runs:
+def runs_from_request(
+    req: ExportTraceServiceRequest,
+    rule: OutputRule = OutputRule(),
+    runs_by: str = grouping.DEFAULT_MODE,
+    logs: dict[bytes, list[LogEvent]] | None = None,
+) -> Runs:
     """Like ``trajectories_from_request``, but the traces of one run are graded together (``runs_by``:
     runs.py) and a run with no agent, model or tool span is skipped, its traces listed in ``skipped``;
     when every run is such a run, the first one's error is raised (for several, naming how many)."""
@@ -84,8 +89,7 @@ def runs_from_request(req: ExportTraceServiceRequest, rule: OutputRule = OutputR
     if first is not None and not runs:
         if len(skipped) == 1:
             raise first
-        raise InvalidInput(f"none of its {len(skipped)} traces holds an agent, model or tool span "
-                           f"(first: {first})")
+        raise InvalidInput(f"none of its {len(skipped)} traces holds an agent, model or tool span (first: {first})")
     runs.skipped = tuple(skipped)
     runs.assembly = dict(assembly.counts)
     return runs
@@ -102,23 +106,28 @@ def _traces(req: ExportTraceServiceRequest, rule: OutputRule) -> list[list[SpanR
     return list(traces.values())
 
 
-def read_otlp(data: bytes, source: str, rule: OutputRule = OutputRule(),
-              runs_by: str = grouping.DEFAULT_MODE) -> Runs:
+def read_otlp(data: bytes, source: str, rule: OutputRule = OutputRule(), runs_by: str = grouping.DEFAULT_MODE) -> Runs:
     """One binary ExportTraceServiceRequest per file; errors are prefixed with ``source``."""
     return read_otlp_files([(data, source)], rule=rule, runs_by=runs_by)
 
 
-def read_otlp_json(text: str | bytes, source: str, rule: OutputRule = OutputRule(),
-                   runs_by: str = grouping.DEFAULT_MODE) -> Runs:
+def read_otlp_json(
+    text: str | bytes, source: str, rule: OutputRule = OutputRule(), runs_by: str = grouping.DEFAULT_MODE
+) -> Runs:
     """OTLP/JSON: one request per file, or one per line (the Collector's file exporter writes lines).
     Spans of one trace spread over several lines still make one trajectory."""
     data = text.encode("utf-8") if isinstance(text, str) else text
     return read_otlp_files([(data, source)], json=True, rule=rule, runs_by=runs_by)
 
 
-def read_otlp_files(files: Sequence[tuple[bytes, str]], logs: Sequence[tuple[bytes, str]] = (), *,
-                    json: bool = False, rule: OutputRule = OutputRule(),
-                    runs_by: str = grouping.DEFAULT_MODE) -> Runs:
+def read_otlp_files(
+    files: Sequence[tuple[bytes, str]],
+    logs: Sequence[tuple[bytes, str]] = (),
+    *,
+    json: bool = False,
+    rule: OutputRule = OutputRule(),
+    runs_by: str = grouping.DEFAULT_MODE,
+) -> Runs:
     """The runs of the trace files among ``files`` (``(data, source)`` pairs), with the records of the logs
     files joined to their traces: ``logs`` are logs files, and a file among ``files`` that holds an
     ExportLogsServiceRequest is one too (told apart by content). A record naming a trace no trace file
@@ -239,8 +248,9 @@ def log_events(files: Sequence[tuple[bytes, str]], json: bool) -> dict[bytes, li
     return events
 
 
-def read_otlp_runs(data: bytes, source: str, fmt: str, rule: OutputRule = OutputRule(),
-                   logs: dict[bytes, list[LogEvent]] | None = None) -> tuple[list[Trajectory], list[InvalidInput]]:
+def read_otlp_runs(
+    data: bytes, source: str, fmt: str, rule: OutputRule = OutputRule(), logs: dict[bytes, list[LogEvent]] | None = None
+) -> tuple[list[Trajectory], list[InvalidInput]]:
     """``read_otlp`` (fmt ``otlp``) or ``read_otlp_json`` (``otlp-json``), except that a trace that makes
     no run (no agent, model or tool span: an HTTP request traced beside the agents) is returned as its
     error beside the runs instead of failing the file: what ``luckrate suggest`` reads from a day of

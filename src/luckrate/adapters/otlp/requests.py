@@ -65,8 +65,15 @@ def _from_json(body: bytes | str, req: Message, convert_ids: Any) -> Any:
     try:
         convert_ids(doc)
         json_format.ParseDict(doc, req, ignore_unknown_fields=True)
-    except (json_format.ParseError, TypeError, AttributeError, RecursionError, ValueError, OverflowError,
-            SystemError) as e:
+    except (
+        json_format.ParseError,
+        TypeError,
+        AttributeError,
+        RecursionError,
+        ValueError,
+        OverflowError,
+        SystemError,
+    ) as e:
         # SystemError: protobuf's upb raises it for a field name holding a lone surrogate ("\ud800").
         raise InvalidInput(f"invalid OTLP/JSON ({str(e)[:200]})") from None
     return req
@@ -80,8 +87,9 @@ def _check_top_level(doc: dict[str, Any], field: Any) -> None:
     OTLP."""
     if doc and field.json_name not in doc and field.name not in doc:
         keys = ", ".join(repr(str(k)[:40]) for k in list(doc)[:5])
-        raise InvalidInput(f"not an OTLP {_SIGNAL[field.name]} export: unknown top-level key(s) {keys} "
-                           f"(expected {field.json_name!r})")
+        raise InvalidInput(
+            f"not an OTLP {_SIGNAL[field.name]} export: unknown top-level key(s) {keys} (expected {field.json_name!r})"
+        )
 
 
 def _hex_ids_to_base64(doc: dict[str, Any]) -> None:

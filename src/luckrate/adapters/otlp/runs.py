@@ -78,8 +78,9 @@ def _read_span(span, links: list, conversations: dict, assembly: Assembly) -> No
                 assembly.add("conversation_ids_too_long")
 
 
-def group(traces: Sequence[bytes], start: dict[bytes, int], found: Ties, mode: str,
-          assembly: Assembly) -> list[list[bytes]]:
+def group(
+    traces: Sequence[bytes], start: dict[bytes, int], found: Ties, mode: str, assembly: Assembly
+) -> list[list[bytes]]:
     """The file's traces (first-seen order) as runs: lists of trace ids, each in start order, the runs in
     the order of their first trace's start."""
     if mode == "trace":
@@ -113,7 +114,7 @@ def group(traces: Sequence[bytes], start: dict[bytes, int], found: Ties, mode: s
     for members in runs.values():
         members.sort(key=lambda t: (start[t], t))
         assembly.add("traces_joined", len(members) - 1)
-        chunks = [members[i:i + MAX_TRACES_PER_RUN] for i in range(0, len(members), MAX_TRACES_PER_RUN)]
+        chunks = [members[i : i + MAX_TRACES_PER_RUN] for i in range(0, len(members), MAX_TRACES_PER_RUN)]
         assembly.add("runs_split", len(chunks) - 1)
         out.extend(chunks)
     out.sort(key=lambda run: (start[run[0]], run[0]))

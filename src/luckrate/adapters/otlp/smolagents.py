@@ -85,11 +85,17 @@ def _framed(rec: SpanRecord) -> bool:
 def _unframed(message: Message) -> Message:
     text = message.texts[0] if len(message.texts) == 1 else None
     if message.role == "user" and text is not None and text.startswith(_TASK):
-        return Message("user", (text[len(_TASK):],))
+        return Message("user", (text[len(_TASK) :],))
     if message.role == "tool-call" and text is not None and text.startswith(_CALLS):
-        calls = load_text(text[len(_CALLS):])
-        requested = [Requested(fn["name"], fn.get("arguments"), c.get("id") if isinstance(c.get("id"), str) else None)
-                     for c in calls if isinstance(c, dict) and isinstance(fn := c.get("function"), dict)
-                     and isinstance(fn.get("name"), str)] if isinstance(calls, list) else []
+        calls = load_text(text[len(_CALLS) :])
+        requested = (
+            [
+                Requested(fn["name"], fn.get("arguments"), c.get("id") if isinstance(c.get("id"), str) else None)
+                for c in calls
+                if isinstance(c, dict) and isinstance(fn := c.get("function"), dict) and isinstance(fn.get("name"), str)
+            ]
+            if isinstance(calls, list)
+            else []
+        )
         return Message("assistant", calls=tuple(requested)) if requested else message
     return message

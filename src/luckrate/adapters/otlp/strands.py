@@ -29,8 +29,12 @@ KEYS = frozenset({"gen_ai.system", "gen_ai.provider.name"})
 SYSTEM = "strands-agents"
 REDACTED = "[REDACTED]"
 MAX_BLOCKS = 1000
-_ROLES = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
-          "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
+_ROLES = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
 
 
 def _strands(rec: SpanRecord) -> bool:
@@ -47,7 +51,9 @@ def classify(rec: SpanRecord) -> Role | None:
         args = next((e.get("content") for e in rec.events if e.name == "gen_ai.tool.message"), None)
     if result is None:
         result = next((e.get("message") for e in rec.events if e.name == "gen_ai.choice"), None)
-    return tool_role(rec.get("gen_ai.tool.name"), _shown(args), _blocks_text(_shown(result)), rec.get("gen_ai.tool.call.id"))
+    return tool_role(
+        rec.get("gen_ai.tool.name"), _shown(args), _blocks_text(_shown(result)), rec.get("gen_ai.tool.call.id")
+    )
 
 
 def messages(rec: SpanRecord, direction: str) -> list[Message] | None:

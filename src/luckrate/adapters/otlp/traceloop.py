@@ -110,8 +110,14 @@ def resolve_class_names(calls: list, requests: list[tuple[int, Requested]]) -> l
     out = []
     for call in sorted(calls, key=lambda c: c.key):
         if call.tool in TOOL_CLASSES and call.args_captured:
-            match = next((cid for cid, (at, req) in pending.items() if at <= call.start_ns
-                          and args_match(call.args, call.parsed, parse_args(req.args)[0])), None)
+            match = next(
+                (
+                    cid
+                    for cid, (at, req) in pending.items()
+                    if at <= call.start_ns and args_match(call.args, call.parsed, parse_args(req.args)[0])
+                ),
+                None,
+            )
             if match is not None:
                 call = replace(call, tool=pending.pop(match)[1].name, call_id=call.call_id or match)
         out.append(call)

@@ -57,8 +57,9 @@ Recorded = Sequence[tuple[SpanRecord, list[ModelMessage] | None, list[ModelMessa
 """Spans with their input and output messages (None: not recorded)."""
 
 
-def conversation(models: Recorded, starts: Sequence[int], others: Sequence[SpanRecord],
-                 agents: Callable[[], Recorded] | None = None) -> tuple[Message, ...]:
+def conversation(
+    models: Recorded, starts: Sequence[int], others: Sequence[SpanRecord], agents: Callable[[], Recorded] | None = None
+) -> tuple[Message, ...]:
     """The user's and the agent's messages placed among steps starting at ``starts`` (ascending).
 
     ``models`` holds each model span with its input and output messages; ``others`` are the remaining
@@ -80,10 +81,10 @@ def _placed(models: Recorded, starts: Sequence[int]) -> list[Message]:
         if inputs is None:
             continue
         history = _spoken(inputs)
-        if history[:len(said)] != said:
+        if history[: len(said)] != said:
             continue  # not this conversation: another agent's own context
         at = bisect_left(starts, rec.start_ns)
-        for role, text in history[len(said):]:
+        for role, text in history[len(said) :]:
             out.append(Message(role, text, at))
         said = history
         reply = [s for s in _spoken(outputs or []) if s[0] == AGENT]
@@ -136,9 +137,15 @@ def _event_messages(spans: Sequence[SpanRecord], starts: Sequence[int]) -> list[
 
 def event_turns(calls: Sequence[Call], spans: Sequence[SpanRecord]) -> tuple[int | None, ...]:
     """Model turns read from assistant message events that ask for tool calls; empty when none do."""
-    asks = sorted(((e.time_ns, m) for rec in spans for e in rec.events
-                   if (m := event_message(e.name, e.attributes)) is not None and m.role == "assistant" and m.calls),
-                  key=lambda a: a[0])
+    asks = sorted(
+        (
+            (e.time_ns, m)
+            for rec in spans
+            for e in rec.events
+            if (m := event_message(e.name, e.attributes)) is not None and m.role == "assistant" and m.calls
+        ),
+        key=lambda a: a[0],
+    )
     if not asks:
         return ()
     by_id = {c.call_id: n for n, (_, m) in enumerate(asks) for c in m.calls if c.call_id}

@@ -23,7 +23,7 @@ def classify(rec: SpanRecord) -> ToolRole | None:
     if name is None and not any(rec.name == p or rec.name.startswith(p + " ") for p in TOOL_SPAN_NAMES):
         return None
     if name is None and rec.name.startswith("execute_tool "):
-        name = rec.name[len("execute_tool "):].strip() or None
+        name = rec.name[len("execute_tool ") :].strip() or None
     args = _first(rec, "gen_ai.tool.call.arguments", "input.value", "ai.toolCall.args")
     result = _first(rec, "gen_ai.tool.call.result", "output.value", "ai.toolCall.result")
     call_id = _first(rec, "gen_ai.tool.call.id", "tool.id", "tool_call.id", "ai.toolCall.id")

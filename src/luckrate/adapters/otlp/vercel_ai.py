@@ -23,10 +23,20 @@ from luckrate.adapters.otlp.roles import AgentRole, ModelRole, Role, tool_role
 from luckrate.adapters.otlp.spans import SpanRecord
 
 MAX_MESSAGES = 1000
-KEYS = frozenset({
-    "ai.operationId", "ai.toolCall.name", "ai.toolCall.id", "ai.toolCall.args", "ai.toolCall.result",
-    "ai.telemetry.functionId", "ai.prompt", "ai.prompt.messages", "ai.response.toolCalls", "ai.response.text",
-})
+KEYS = frozenset(
+    {
+        "ai.operationId",
+        "ai.toolCall.name",
+        "ai.toolCall.id",
+        "ai.toolCall.args",
+        "ai.toolCall.result",
+        "ai.telemetry.functionId",
+        "ai.prompt",
+        "ai.prompt.messages",
+        "ai.response.toolCalls",
+        "ai.response.text",
+    }
+)
 _CALLS = ("ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject")
 _MODEL_CALLS = frozenset(f"{c}.{d}" for c in _CALLS for d in ("doGenerate", "doStream"))
 
@@ -37,7 +47,9 @@ def classify(rec: SpanRecord) -> Role | None:
         return None
     if op == "ai.toolCall":
         return tool_role(
-            rec.get("ai.toolCall.name"), rec.get("ai.toolCall.args"), _unquoted(rec.get("ai.toolCall.result")),
+            rec.get("ai.toolCall.name"),
+            rec.get("ai.toolCall.args"),
+            _unquoted(rec.get("ai.toolCall.result")),
             rec.get("ai.toolCall.id"),
         )
     if op in _CALLS:

@@ -24,8 +24,13 @@ def once_per(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
             continue
         key = (step.tool, value_key(step.args[arg]))
         if key in done:
-            yield Violation("once_per", spec.severity("once_per"), step.index, step.tool,
-                            f"second successful {step.tool!r} for {arg}={step.args[arg]!r} (first at step {done[key]})")
+            yield Violation(
+                "once_per",
+                spec.severity("once_per"),
+                step.index,
+                step.tool,
+                f"second successful {step.tool!r} for {arg}={step.args[arg]!r} (first at step {done[key]})",
+            )
         else:
             done[key] = step.index
 
@@ -37,8 +42,13 @@ def arg(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
             if name in step.args:
                 problem = _breaks(rule, step.args[name])
                 if problem:
-                    yield Violation("arg", spec.severity("arg"), step.index, step.tool,
-                                    f"argument {name}={step.args[name]!r} {problem}")
+                    yield Violation(
+                        "arg",
+                        spec.severity("arg"),
+                        step.index,
+                        step.tool,
+                        f"argument {name}={step.args[name]!r} {problem}",
+                    )
 
 
 def _breaks(rule: ArgRule, value: Any) -> str | None:
@@ -81,12 +91,22 @@ def arg_from(traj: Trajectory, args: Sequence[Argument], spec: Spec) -> Iterator
             for a in found:
                 if not a.sources & rule.sources:
                     came = ", ".join(sorted(a.sources)) or "no earlier source"
-                    yield Violation("arg", spec.severity("arg"), step.index, step.tool,
-                                    f"argument {a.path}={a.value!r} came from {came}, not from {_allowed(rule)}")
+                    yield Violation(
+                        "arg",
+                        spec.severity("arg"),
+                        step.index,
+                        step.tool,
+                        f"argument {a.path}={a.value!r} came from {came}, not from {_allowed(rule)}",
+                    )
             if len(found) < _leaves(step.args[name]):
-                yield Violation("arg", spec.severity("arg"), step.index, step.tool,
-                                f"argument {name}={step.args[name]!r} holds a value that is not identifier-shaped, "
-                                f"so it cannot be traced to {_allowed(rule)}")
+                yield Violation(
+                    "arg",
+                    spec.severity("arg"),
+                    step.index,
+                    step.tool,
+                    f"argument {name}={step.args[name]!r} holds a value that is not identifier-shaped, "
+                    f"so it cannot be traced to {_allowed(rule)}",
+                )
 
 
 def _allowed(rule: ArgRule) -> str:

@@ -17,8 +17,13 @@ if TYPE_CHECKING:
 def max_steps(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
     if spec.max_steps is not None and len(traj.steps) > spec.max_steps:
         first_over = traj.steps[spec.max_steps]
-        yield Violation("max_steps", spec.severity("max_steps"), first_over.index, first_over.tool,
-                        f"{len(traj.steps)} steps, budget {spec.max_steps}")
+        yield Violation(
+            "max_steps",
+            spec.severity("max_steps"),
+            first_over.index,
+            first_over.tool,
+            f"{len(traj.steps)} steps, budget {spec.max_steps}",
+        )
 
 
 # One encoder for every call: json.dumps with options builds a new JSONEncoder each time, which cost
@@ -43,8 +48,13 @@ def repeat(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
             continue
         key = _call_key(step)
         if key in succeeded:
-            yield Violation("repeat", spec.severity("repeat"), step.index, step.tool,
-                            f"repeated {step.tool}({key[1]}) after it succeeded at step {succeeded[key]}")
+            yield Violation(
+                "repeat",
+                spec.severity("repeat"),
+                step.index,
+                step.tool,
+                f"repeated {step.tool}({key[1]}) after it succeeded at step {succeeded[key]}",
+            )
         elif step.succeeded:
             succeeded[key] = step.index
 
@@ -57,8 +67,13 @@ def failing_loop(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
             streak_tool, streak = step.tool, 0
         streak = streak + 1 if step.failed else 0
         if streak == spec.max_failures:
-            yield Violation("failing_loop", spec.severity("failing_loop"), step.index, step.tool,
-                            f"{step.tool!r} failed {streak} times in a row (last error: {step.error})")
+            yield Violation(
+                "failing_loop",
+                spec.severity("failing_loop"),
+                step.index,
+                step.tool,
+                f"{step.tool!r} failed {streak} times in a row (last error: {step.error})",
+            )
 
 
 def max_duration(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
@@ -68,8 +83,13 @@ def max_duration(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
     end = max(s.t + s.duration for s in traj.steps)
     if end - start > spec.max_duration:
         last = max(traj.steps, key=lambda s: s.t + s.duration)
-        yield Violation("max_duration", spec.severity("max_duration"), last.index, last.tool,
-                        f"took {end - start:.3f} s, budget {spec.max_duration:g} s")
+        yield Violation(
+            "max_duration",
+            spec.severity("max_duration"),
+            last.index,
+            last.tool,
+            f"took {end - start:.3f} s, budget {spec.max_duration:g} s",
+        )
 
 
 def run_error(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
@@ -89,5 +109,10 @@ def max_parallel(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
             continue
         issued[turn] += 1
         if issued[turn] == spec.max_parallel + 1:
-            yield Violation("max_parallel", spec.severity("max_parallel"), step.index, step.tool,
-                            f"{sizes[turn]} tool calls issued in one model turn, at most {spec.max_parallel} allowed")
+            yield Violation(
+                "max_parallel",
+                spec.severity("max_parallel"),
+                step.index,
+                step.tool,
+                f"{sizes[turn]} tool calls issued in one model turn, at most {spec.max_parallel} allowed",
+            )

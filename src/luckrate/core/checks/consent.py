@@ -31,8 +31,9 @@ def confirm(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
             continue
         problem = _unconfirmed(last, answered, spent_by, spec)
         if problem:
-            yield Violation("confirm", spec.severity("confirm"), step.index, step.tool,
-                            f"called {step.tool!r} {problem}")
+            yield Violation(
+                "confirm", spec.severity("confirm"), step.index, step.tool, f"called {step.tool!r} {problem}"
+            )
         elif not step.failed:
             spent_by = step.index
 

@@ -57,8 +57,23 @@ def is_ungrounded(arg: Argument) -> bool:
     return not arg.sources and not arg.embedded
 
 
-QUERY_ARGUMENTS = frozenset({"query", "q", "search", "search_query", "search_term", "search_terms", "term", "terms",
-                             "keyword", "keywords", "pattern", "prefix", "filter"})
+QUERY_ARGUMENTS = frozenset(
+    {
+        "query",
+        "q",
+        "search",
+        "search_query",
+        "search_term",
+        "search_terms",
+        "term",
+        "terms",
+        "keyword",
+        "keywords",
+        "pattern",
+        "prefix",
+        "filter",
+    }
+)
 """Argument names that say the value is a search input, not a reference to something that exists."""
 
 
@@ -73,8 +88,13 @@ def is_query(arg: Argument) -> bool:
 def ungrounded(prov: Provenance, spec: Spec) -> Iterator[Violation]:
     for arg in prov:
         if is_ungrounded(arg) and not is_query(arg):
-            yield Violation("ungrounded", spec.severity("ungrounded"), arg.step, arg.tool,
-                            f"argument {arg.path}={arg.value!r} appears in no earlier source (user input or tool result)")
+            yield Violation(
+                "ungrounded",
+                spec.severity("ungrounded"),
+                arg.step,
+                arg.tool,
+                f"argument {arg.path}={arg.value!r} appears in no earlier source (user input or tool result)",
+            )
 
 
 def taint(prov: Provenance, spec: Spec) -> Iterator[Violation]:
@@ -88,11 +108,19 @@ def taint(prov: Provenance, spec: Spec) -> Iterator[Violation]:
         judged = asked.judge(arg, prov, spec)
         if judged.tainted:
             bad = sorted({o.source for o in judged.origins})
-            what = (f"argument {arg.path} contains {arg.value!r}, which" if arg.embedded
-                    else f"argument {arg.path}={arg.value!r}")
-            yield Violation("taint", spec.severity("taint"), arg.step, arg.tool,
-                            f"{what} came from untrusted {', '.join(bad)}, not from the user",
-                            source=bad[0].removeprefix("tool:"))
+            what = (
+                f"argument {arg.path} contains {arg.value!r}, which"
+                if arg.embedded
+                else f"argument {arg.path}={arg.value!r}"
+            )
+            yield Violation(
+                "taint",
+                spec.severity("taint"),
+                arg.step,
+                arg.tool,
+                f"{what} came from untrusted {', '.join(bad)}, not from the user",
+                source=bad[0].removeprefix("tool:"),
+            )
 
 
 @fast_init
@@ -186,10 +214,17 @@ def explain(prov: Provenance, spec: Spec) -> list[dict[str, Any]]:
     out = []
     asked = AskedFor()
     for arg in prov:
-        entry = {"step": arg.step, "tool": arg.tool, "path": arg.path, "value": arg.value,
-                 "embedded": arg.embedded, "looked_up": [arg.value.casefold(), *arg.looked_up],
-                 "sources": sorted(arg.sources), "origins": [o.to_dict() for o in prov.origins(arg)],
-                 "ungrounded": is_ungrounded(arg) and not is_query(arg)}
+        entry = {
+            "step": arg.step,
+            "tool": arg.tool,
+            "path": arg.path,
+            "value": arg.value,
+            "embedded": arg.embedded,
+            "looked_up": [arg.value.casefold(), *arg.looked_up],
+            "sources": sorted(arg.sources),
+            "origins": [o.to_dict() for o in prov.origins(arg)],
+            "ungrounded": is_ungrounded(arg) and not is_query(arg),
+        }
         if spec.taint_declared and arg.tool in spec.privileged:
             judged = asked.judge(arg, prov, spec)
             entry.update(taint=judged.tainted, reason=judged.reason)

@@ -24,8 +24,13 @@ def before(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
             if step.tool == earlier:
                 seen = True
             elif step.tool == later and not seen:
-                yield Violation("before", spec.severity("before"), step.index, later,
-                                f"called {later!r} before any call to {earlier!r}")
+                yield Violation(
+                    "before",
+                    spec.severity("before"),
+                    step.index,
+                    later,
+                    f"called {later!r} before any call to {earlier!r}",
+                )
     for order in spec.orders:
         yield from _order(traj, order, spec)
 
@@ -34,8 +39,13 @@ def _order(traj: Trajectory, order: Order, spec: Spec) -> Iterator[Violation]:
     done = False
     for step in traj.steps:
         if step.tool in order.then and not done:
-            yield Violation("before", spec.severity("before"), step.index, step.tool,
-                            f"called {step.tool!r} before any successful call to {_names(order.first)}")
+            yield Violation(
+                "before",
+                spec.severity("before"),
+                step.index,
+                step.tool,
+                f"called {step.tool!r} before any successful call to {_names(order.first)}",
+            )
         if step.tool in order.first and _ok(step, traj):
             done = True
 
@@ -63,14 +73,24 @@ def before_same(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
         for step in traj.steps:
             if step.tool in order.then and done:
                 if then_arg not in step.args:
-                    yield Violation("before", spec.severity("before"), step.index, step.tool,
-                                    f"called {step.tool!r} without argument {then_arg!r}, so it cannot be matched "
-                                    f"to an earlier {_names(order.first)}")
+                    yield Violation(
+                        "before",
+                        spec.severity("before"),
+                        step.index,
+                        step.tool,
+                        f"called {step.tool!r} without argument {then_arg!r}, so it cannot be matched "
+                        f"to an earlier {_names(order.first)}",
+                    )
                 elif value_key(step.args[then_arg]) not in seen:
                     value = step.args[then_arg]
-                    yield Violation("before", spec.severity("before"), step.index, step.tool,
-                                    f"called {step.tool!r} with {then_arg}={value!r}, but no earlier successful call "
-                                    f"to {_names(order.first)} had {first_arg}={value!r}")
+                    yield Violation(
+                        "before",
+                        spec.severity("before"),
+                        step.index,
+                        step.tool,
+                        f"called {step.tool!r} with {then_arg}={value!r}, but no earlier successful call "
+                        f"to {_names(order.first)} had {first_arg}={value!r}",
+                    )
             if step.tool in order.first and step.succeeded:
                 done = True
                 if first_arg in step.args:
@@ -82,7 +102,12 @@ def terminal(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
     ended: Step | None = None
     for step in traj.steps:
         if ended is not None:
-            yield Violation("terminal", spec.severity("terminal"), step.index, step.tool,
-                            f"called {step.tool!r} after terminal {ended.tool!r} at step {ended.index}")
+            yield Violation(
+                "terminal",
+                spec.severity("terminal"),
+                step.index,
+                step.tool,
+                f"called {step.tool!r} after terminal {ended.tool!r} at step {ended.index}",
+            )
         elif step.tool in spec.terminal and not step.failed:
             ended = step

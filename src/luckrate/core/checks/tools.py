@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 def forbidden(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
     for step in traj.steps:
         if step.tool in spec.forbidden:
-            yield Violation("forbidden", spec.severity("forbidden"), step.index, step.tool,
-                            f"called forbidden tool {step.tool!r}")
+            yield Violation(
+                "forbidden", spec.severity("forbidden"), step.index, step.tool, f"called forbidden tool {step.tool!r}"
+            )
 
 
 def required(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
@@ -31,5 +32,10 @@ def unknown_tool(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
     known = set(spec.tools)
     for step in traj.steps:
         if step.tool not in known:
-            yield Violation("unknown_tool", spec.severity("unknown_tool"), step.index, step.tool,
-                            f"called {step.tool!r}, which is not in the spec's tools")
+            yield Violation(
+                "unknown_tool",
+                spec.severity("unknown_tool"),
+                step.index,
+                step.tool,
+                f"called {step.tool!r}, which is not in the spec's tools",
+            )

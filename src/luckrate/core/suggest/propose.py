@@ -77,8 +77,10 @@ def propose(tally: Tally, th: Thresholds = Thresholds()) -> tuple[list[Proposal]
         notes.append("no agent runs were read: nothing to propose")
     if tally.untracked["calls"]:
         more = f"{tally.untracked_names:,}{'+' if tally.untracked_names >= MAX_UNTRACKED_NAMES else ''}"
-        notes.append(f"more than {MAX_TOOLS:,} distinct tool names: {more} further names "
-                     f"({tally.untracked['calls']:,} calls) were counted but not proposed")
+        notes.append(
+            f"more than {MAX_TOOLS:,} distinct tool names: {more} further names "
+            f"({tally.untracked['calls']:,} calls) were counted but not proposed"
+        )
     if tally.untracked["unnamed"]:
         notes.append(f"{tally.untracked['unnamed']:,} calls named no tool: not proposed")
     if tally.untracked["agents"]:
@@ -112,8 +114,10 @@ def privileged_entry(tool: str, t: ToolTally, th: Thresholds) -> Entry | None:
         named = [s for s in ("address", "account") if s in shapes]
         params = sorted(s.removeprefix("param:") for s in shapes if s.startswith("param:"))
         if named:
-            why.append("arguments carry " + " and ".join({"address": "an address", "account": "an account number"}[s]
-                                                          for s in named))
+            why.append(
+                "arguments carry "
+                + " and ".join({"address": "an address", "account": "an account number"}[s] for s in named)
+            )
         if params:
             why.append("takes " + ", ".join(repr(p) for p in params[:3]))
     return Entry(tool, "; ".join(why)) if why else None
@@ -150,9 +154,13 @@ def untrusted_entry(tool: str, t: ToolTally, th: Thresholds) -> Entry | None:
     templated = _templated(t)
     if t.results and share >= th.sentence_share and not templated:
         why.append(f"{_pct(share)} of {t.results} results hold sentences of free text")
-    if t.results and t.markup / t.results >= th.sentence_share:  # a stray <br> in one result in a thousand is not a page
+    if (
+        t.results and t.markup / t.results >= th.sentence_share
+    ):  # a stray <br> in one result in a thousand is not a page
         why.append(f"{t.markup} of {t.results} results hold markup")
-    if (named or described) and t.sentences:  # a page fetched daily repeats itself: the name still says whose text it is
+    if (
+        named or described
+    ) and t.sentences:  # a page fetched daily repeats itself: the name still says whose text it is
         where = f"name says {', '.join(named[:3])}" if named else f"description says {', '.join(described[:3])}"
         why.append(where if why else f"{where}; {t.sentences} of {t.results} results hold sentences")
     elif named and not t.results:  # content capture off, or defined and never called: the name is all there is
@@ -222,8 +230,10 @@ def _max_steps(a: AgentTally, th: Thresholds) -> tuple[int | None, str]:
 def _notes(a: AgentTally, th: Thresholds) -> tuple[str, ...]:
     notes = []
     if a.no_content:
-        notes.append(f"{a.no_content:,} of {a.runs:,} runs had content capture off: their arguments and results "
-                     "could not be read, so untrusted and argument signals rest on the other runs (or names only)")
+        notes.append(
+            f"{a.no_content:,} of {a.runs:,} runs had content capture off: their arguments and results "
+            "could not be read, so untrusted and argument signals rest on the other runs (or names only)"
+        )
     if not a.judged:
         notes.append("no run carries an output verdict: before and max_steps read every run that did not crash")
     if a.usable < th.min_runs:
@@ -232,9 +242,13 @@ def _notes(a: AgentTally, th: Thresholds) -> tuple[str, ...]:
         notes.append(f"ordering pairs past {len(a.held):,} were not tracked ({a.pairs_dropped:,} observations)")
     if a.wide_runs:
         notes.append(f"{a.wide_runs:,} runs called too many distinct tools to read their ordering")
-    never = sorted(t for t, s in a.tools.items() if s.calls and not s.results and s.captured
-                   and not signals.is_handoff(t))
+    never = sorted(
+        t for t, s in a.tools.items() if s.calls and not s.results and s.captured and not signals.is_handoff(t)
+    )
     if never:
-        notes.append(f"{len(never)} tools never returned a result to read: "
-                     + ", ".join(repr(t) for t in never[:5]) + ("..." if len(never) > 5 else ""))
+        notes.append(
+            f"{len(never)} tools never returned a result to read: "
+            + ", ".join(repr(t) for t in never[:5])
+            + ("..." if len(never) > 5 else "")
+        )
     return tuple(notes)

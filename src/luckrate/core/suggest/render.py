@@ -20,9 +20,12 @@ MAX_COMMENT = 160
 def render(proposals: Sequence[Proposal], notes: Sequence[str], sources: Sequence[str] = ()) -> str:
     """The spec file: ``SPEC`` for one agent, ``SPECS`` keyed by agent name (``*`` for runs naming none)
     for several; a summary block at the top."""
-    lines = ['"""Spec proposed by `luckrate suggest` from recorded runs. Review every entry before committing it:',
-             "each comment says why the entry was proposed. `forbidden` is never proposed: no traffic can",
-             'tell what is forbidden."""', ""]
+    lines = [
+        '"""Spec proposed by `luckrate suggest` from recorded runs. Review every entry before committing it:',
+        "each comment says why the entry was proposed. `forbidden` is never proposed: no traffic can",
+        'tell what is forbidden."""',
+        "",
+    ]
     lines += _summary(proposals, notes, sources)
     if len(proposals) == 1:
         lines.append("SPEC = {")
@@ -42,12 +45,19 @@ def render(proposals: Sequence[Proposal], notes: Sequence[str], sources: Sequenc
 
 def _summary(proposals: Sequence[Proposal], notes: Sequence[str], sources: Sequence[str]) -> list[str]:
     runs = sum(p.runs for p in proposals)
-    out = [f"# Summary: {_n(runs, 'run')} of {_n(len(proposals), 'agent')}"
-           + (f" from {_n(len(sources), 'file')}" if sources else "") + "."]
+    out = [
+        f"# Summary: {_n(runs, 'run')} of {_n(len(proposals), 'agent')}"
+        + (f" from {_n(len(sources), 'file')}" if sources else "")
+        + "."
+    ]
     for p in proposals:
         name = repr(p.agent) if p.agent is not None else "runs naming no agent"
-        out.append(_comment(f"{name}: {len(p.tools)} tools, {len(p.privileged)} privileged, {len(p.untrusted)} "
-                            f"untrusted, {_n(len(p.before), 'before rule')} from {_n(p.runs, 'run')} ({p.usable:,} usable)"))
+        out.append(
+            _comment(
+                f"{name}: {len(p.tools)} tools, {len(p.privileged)} privileged, {len(p.untrusted)} "
+                f"untrusted, {_n(len(p.before), 'before rule')} from {_n(p.runs, 'run')} ({p.usable:,} usable)"
+            )
+        )
         out += [line for n in p.notes for line in _wrapped(f"not judged: {n}", "  ")]
     out += [line for n in notes for line in _wrapped(f"note: {n}")]
     return out + [""]
@@ -71,33 +81,37 @@ def _comment(text: str, indent: str = "") -> str:
 
 
 def _body(p: Proposal, pad: str) -> list[str]:
-    out = [f"{pad}\"tools\": ["]
-    out += [f"{pad}    {tool!r},  " + _comment(f"{_n(calls, 'call')} in {_n(runs, 'run')}" if calls else
-                                             "defined in the traces, never called") for tool, calls, runs in p.tools]
+    out = [f'{pad}"tools": [']
+    out += [
+        f"{pad}    {tool!r},  "
+        + _comment(f"{_n(calls, 'call')} in {_n(runs, 'run')}" if calls else "defined in the traces, never called")
+        for tool, calls, runs in p.tools
+    ]
     out.append(f"{pad}],")
     out += _entries("privileged", p.privileged, pad)
     out += _untrusted(p.untrusted, pad)
     if p.before:
-        out.append(f"{pad}\"before\": [")
-        out += [f"{pad}    {_rule(r)},  " + _comment(f"held in all {r.runs:,} usable runs calling {r.then!r}")
-                for r in p.before]
+        out.append(f'{pad}"before": [')
+        out += [
+            f"{pad}    {_rule(r)},  " + _comment(f"held in all {r.runs:,} usable runs calling {r.then!r}")
+            for r in p.before
+        ]
         out.append(f"{pad}],")
     if p.max_steps is not None:
-        out.append(f"{pad}\"max_steps\": {p.max_steps},  " + _comment(p.max_steps_why))
+        out.append(f'{pad}"max_steps": {p.max_steps},  ' + _comment(p.max_steps_why))
     return out
 
 
 def _entries(key: str, entries: Sequence[Entry], pad: str) -> list[str]:
     if not entries:
         return [_comment(f"{key}: no candidate", pad)]
-    return ([f'{pad}"{key}": [']
-            + [f"{pad}    {e.tool!r},  " + _comment(e.why) for e in entries] + [f"{pad}],"])
+    return [f'{pad}"{key}": ['] + [f"{pad}    {e.tool!r},  " + _comment(e.why) for e in entries] + [f"{pad}],"]
 
 
 def _untrusted(entries: Sequence[Entry], pad: str) -> list[str]:
     if not any(e.fields for e in entries):
         return _entries("untrusted", entries, pad)
-    out = [f"{pad}\"untrusted\": {{"]
+    out = [f'{pad}"untrusted": {{']
     for e in entries:
         value = repr(list(e.fields)) if e.fields else '"*"'
         out.append(f"{pad}    {e.tool!r}: {value},  " + _comment(e.why))
@@ -124,8 +138,14 @@ def compare(proposals: Sequence[Proposal], specs: Mapping[str, Spec]) -> list[st
         if spec.tools:
             out += [f"{who}: tool {t!r} called but not in tools" for t in sorted(seen - set(spec.tools))]
             out += [f"{who}: tool {t!r} in tools but never seen in the traffic" for t in spec.tools if t not in seen]
-        out += [f"{who}: {e.tool!r} looks privileged ({e.why}) but is not declared privileged"
-                for e in p.privileged if e.tool not in spec.privileged]
-        out += [f"{who}: {e.tool!r} looks untrusted ({e.why}) but is not declared untrusted"
-                for e in p.untrusted if e.tool not in spec.untrusted]
+        out += [
+            f"{who}: {e.tool!r} looks privileged ({e.why}) but is not declared privileged"
+            for e in p.privileged
+            if e.tool not in spec.privileged
+        ]
+        out += [
+            f"{who}: {e.tool!r} looks untrusted ({e.why}) but is not declared untrusted"
+            for e in p.untrusted
+            if e.tool not in spec.untrusted
+        ]
     return out

@@ -23,53 +23,306 @@ from typing import Any
 
 from luckrate.core.fields import fields
 
-ACT_VERBS = frozenset({
-    "send", "pay", "create", "delete", "remove", "update", "book", "reserve", "invite", "post", "share",
-    "transfer", "schedule", "reschedule", "cancel", "write", "append", "add", "set", "modify", "move", "upload",
-    "publish", "submit", "forward", "reply", "buy", "order", "grant", "revoke", "refund", "purchase", "charge",
-    "wire", "deposit", "withdraw", "rename", "edit", "insert", "put", "patch", "replace", "drop", "erase",
-    "destroy", "archive", "assign", "approve", "reject", "close", "merge", "deploy", "execute", "run", "launch",
-    "start", "stop", "kill", "restart", "enable", "disable", "register", "subscribe", "unsubscribe", "email",
-    "message", "notify", "call", "text", "tweet", "comment", "like", "follow", "unfollow", "block", "ban",
-    "kick", "mute", "accept", "decline", "confirm", "checkout", "commit", "push", "install", "uninstall",
-    "reset", "change", "save", "store", "attach", "apply", "issue", "mark", "tag", "unlink", "link", "reassign",
-    "join", "leave", "rsvp", "lock", "unlock", "trade", "sell", "manage", "activate", "deactivate", "toggle",
-    "turn", "control", "dispatch", "ship", "deliver", "print", "sign", "authorize", "respond", "request",
-    "redeem", "donate", "bid", "vote", "rent", "hire", "navigate", "visit", "type", "click"
-})
+ACT_VERBS = frozenset(
+    {
+        "send",
+        "pay",
+        "create",
+        "delete",
+        "remove",
+        "update",
+        "book",
+        "reserve",
+        "invite",
+        "post",
+        "share",
+        "transfer",
+        "schedule",
+        "reschedule",
+        "cancel",
+        "write",
+        "append",
+        "add",
+        "set",
+        "modify",
+        "move",
+        "upload",
+        "publish",
+        "submit",
+        "forward",
+        "reply",
+        "buy",
+        "order",
+        "grant",
+        "revoke",
+        "refund",
+        "purchase",
+        "charge",
+        "wire",
+        "deposit",
+        "withdraw",
+        "rename",
+        "edit",
+        "insert",
+        "put",
+        "patch",
+        "replace",
+        "drop",
+        "erase",
+        "destroy",
+        "archive",
+        "assign",
+        "approve",
+        "reject",
+        "close",
+        "merge",
+        "deploy",
+        "execute",
+        "run",
+        "launch",
+        "start",
+        "stop",
+        "kill",
+        "restart",
+        "enable",
+        "disable",
+        "register",
+        "subscribe",
+        "unsubscribe",
+        "email",
+        "message",
+        "notify",
+        "call",
+        "text",
+        "tweet",
+        "comment",
+        "like",
+        "follow",
+        "unfollow",
+        "block",
+        "ban",
+        "kick",
+        "mute",
+        "accept",
+        "decline",
+        "confirm",
+        "checkout",
+        "commit",
+        "push",
+        "install",
+        "uninstall",
+        "reset",
+        "change",
+        "save",
+        "store",
+        "attach",
+        "apply",
+        "issue",
+        "mark",
+        "tag",
+        "unlink",
+        "link",
+        "reassign",
+        "join",
+        "leave",
+        "rsvp",
+        "lock",
+        "unlock",
+        "trade",
+        "sell",
+        "manage",
+        "activate",
+        "deactivate",
+        "toggle",
+        "turn",
+        "control",
+        "dispatch",
+        "ship",
+        "deliver",
+        "print",
+        "sign",
+        "authorize",
+        "respond",
+        "request",
+        "redeem",
+        "donate",
+        "bid",
+        "vote",
+        "rent",
+        "hire",
+        "navigate",
+        "visit",
+        "type",
+        "click",
+    }
+)
 """Imperative verbs of tools that change something outside the agent (or reach someone)."""
 
-NOUN_VERBS = frozenset({
-    "email", "message", "text", "call", "comment", "like", "post", "order", "issue", "tag", "mark", "link",
-    "run", "start", "book", "schedule", "reply", "change", "store", "set", "close", "block", "note", "file",
-    "lock", "trade", "ship", "request", "print", "type", "control", "sign", "vote", "bid"
-})
+NOUN_VERBS = frozenset(
+    {
+        "email",
+        "message",
+        "text",
+        "call",
+        "comment",
+        "like",
+        "post",
+        "order",
+        "issue",
+        "tag",
+        "mark",
+        "link",
+        "run",
+        "start",
+        "book",
+        "schedule",
+        "reply",
+        "change",
+        "store",
+        "set",
+        "close",
+        "block",
+        "note",
+        "file",
+        "lock",
+        "trade",
+        "ship",
+        "request",
+        "print",
+        "type",
+        "control",
+        "sign",
+        "vote",
+        "bid",
+    }
+)
 """Words that are verbs first in ``email_user`` but nouns first in ``email_search``."""
 
-READ_VERBS = frozenset({
-    "get", "read", "list", "search", "find", "fetch", "lookup", "look", "query", "check", "view", "show",
-    "retrieve", "describe", "count", "calculate", "compute", "browse", "download", "load", "open", "inspect",
-    "scan", "verify", "validate", "estimate", "summarize", "summarise", "explain", "think", "recall", "resolve",
-    "convert", "translate", "parse", "extract", "analyze", "analyse", "compare", "preview", "peek", "select",
-    "filter", "sort", "rank", "locate", "detect", "identify", "measure"
-})
+READ_VERBS = frozenset(
+    {
+        "get",
+        "read",
+        "list",
+        "search",
+        "find",
+        "fetch",
+        "lookup",
+        "look",
+        "query",
+        "check",
+        "view",
+        "show",
+        "retrieve",
+        "describe",
+        "count",
+        "calculate",
+        "compute",
+        "browse",
+        "download",
+        "load",
+        "open",
+        "inspect",
+        "scan",
+        "verify",
+        "validate",
+        "estimate",
+        "summarize",
+        "summarise",
+        "explain",
+        "think",
+        "recall",
+        "resolve",
+        "convert",
+        "translate",
+        "parse",
+        "extract",
+        "analyze",
+        "analyse",
+        "compare",
+        "preview",
+        "peek",
+        "select",
+        "filter",
+        "sort",
+        "rank",
+        "locate",
+        "detect",
+        "identify",
+        "measure",
+    }
+)
 """Imperative verbs of tools that only read (a plain read is never privileged by its arguments alone)."""
 
-THIRD_PARTY_NOUNS = frozenset({
-    "message", "messages", "msg", "msgs", "mail", "mails", "email", "emails", "inbox", "chat", "chats",
-    "channel_messages", "thread", "threads", "conversation", "conversations", "comment", "comments", "review",
-    "reviews", "feedback", "post", "posts", "tweet", "tweets", "web", "webpage", "webpages", "page", "pages",
-    "site", "website", "url", "html", "article", "articles", "news", "feed", "feeds", "file", "files",
-    "document", "documents", "doc", "docs", "note", "notes", "ticket", "tickets", "forum", "discussion",
-    "discussions", "reply", "replies", "submission", "submissions", "letter", "letters", "attachment",
-    "attachments", "wiki"
-})
+THIRD_PARTY_NOUNS = frozenset(
+    {
+        "message",
+        "messages",
+        "msg",
+        "msgs",
+        "mail",
+        "mails",
+        "email",
+        "emails",
+        "inbox",
+        "chat",
+        "chats",
+        "channel_messages",
+        "thread",
+        "threads",
+        "conversation",
+        "conversations",
+        "comment",
+        "comments",
+        "review",
+        "reviews",
+        "feedback",
+        "post",
+        "posts",
+        "tweet",
+        "tweets",
+        "web",
+        "webpage",
+        "webpages",
+        "page",
+        "pages",
+        "site",
+        "website",
+        "url",
+        "html",
+        "article",
+        "articles",
+        "news",
+        "feed",
+        "feeds",
+        "file",
+        "files",
+        "document",
+        "documents",
+        "doc",
+        "docs",
+        "note",
+        "notes",
+        "ticket",
+        "tickets",
+        "forum",
+        "discussion",
+        "discussions",
+        "reply",
+        "replies",
+        "submission",
+        "submissions",
+        "letter",
+        "letters",
+        "attachment",
+        "attachments",
+        "wiki",
+    }
+)
 """Nouns of things other people write; a read tool named after one returns their text."""
 
-WRITE_PARAMS = frozenset({
-    "recipient", "recipients", "to", "cc", "bcc", "amount", "password", "payee", "body", "content", "message",
-    "text"
-})
+WRITE_PARAMS = frozenset(
+    {"recipient", "recipients", "to", "cc", "bcc", "amount", "password", "payee", "body", "content", "message", "text"}
+)
 """Parameter names only a tool that sends, pays or writes takes."""
 
 URL_PARAMS = frozenset({"url", "uri", "link", "href", "endpoint", "webhook"})
@@ -100,7 +353,7 @@ def _stem(word: str) -> str:
     word = word.lower()
     for suffix, cut in (("ches", 2), ("shes", 2), ("sses", 2), ("ies", 3), ("s", 1)):
         if word.endswith(suffix) and len(word) > len(suffix) + 2:
-            return word[: -cut] + ("y" if suffix == "ies" else "")
+            return word[:-cut] + ("y" if suffix == "ies" else "")
     return word
 
 
@@ -120,12 +373,47 @@ def is_handoff(name: str) -> bool:
     """A framework's hand-over to another agent (``transfer_to_billing_agent``, ``handoff``): it moves the
     conversation inside the system, so it neither acts outside nor returns anyone else's text."""
     ws = words(name)
-    return bool({"handoff", "handover"} & set(ws)) or (bool(ws) and ws[0] == "transfer" and bool({"agent", "agents"} & set(ws)))
+    return bool({"handoff", "handover"} & set(ws)) or (
+        bool(ws) and ws[0] == "transfer" and bool({"agent", "agents"} & set(ws))
+    )
 
 
-_FILLER = frozenset({"this", "tool", "function", "use", "used", "to", "will", "can", "the", "a", "an", "allows",
-                     "allow", "lets", "let", "you", "agent", "assistant", "user", "it", "helps", "help", "that",
-                     "which", "is", "for", "call", "when", "want", "need", "needed", "please"})
+_FILLER = frozenset(
+    {
+        "this",
+        "tool",
+        "function",
+        "use",
+        "used",
+        "to",
+        "will",
+        "can",
+        "the",
+        "a",
+        "an",
+        "allows",
+        "allow",
+        "lets",
+        "let",
+        "you",
+        "agent",
+        "assistant",
+        "user",
+        "it",
+        "helps",
+        "help",
+        "that",
+        "which",
+        "is",
+        "for",
+        "call",
+        "when",
+        "want",
+        "need",
+        "needed",
+        "please",
+    }
+)
 """Words a description may open with before its verb: "Use this tool to send ...", "Allows the agent to book ..."."""
 
 
@@ -233,5 +521,6 @@ def result_shape(result: str) -> Shape:
             named.add(f.name)
         else:
             whole = True
-    return Shape(bool(named) or whole, markup, frozenset(sorted(named)[:32]), bool(named) and not whole,
-                 frozenset(skeletons))
+    return Shape(
+        bool(named) or whole, markup, frozenset(sorted(named)[:32]), bool(named) and not whole, frozenset(skeletons)
+    )

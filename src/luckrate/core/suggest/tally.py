@@ -48,10 +48,10 @@ class ToolTally:
     markup: int = 0
     structured: int = 0
     """Results with sentences, every one of them in a named field."""
-    sentence_fields: Counter = field(default_factory=Counter)
+    sentence_fields: Counter[str] = field(default_factory=Counter)
     skeletons: set[int] = field(default_factory=set)
     """Distinct sentence skeletons seen (up to MAX_SKELETONS): one or two across many results is a template."""
-    shapes: Counter = field(default_factory=Counter)
+    shapes: Counter[str] = field(default_factory=Counter)
     """Argument signals (``address``, ``account``, ``url``, ``param:NAME``) -> calls carrying them."""
     description: str | None = None
     params: frozenset[str] = frozenset()
@@ -68,9 +68,9 @@ class AgentTally:
     judged: int = 0
     no_content: int = 0
     tools: dict[str, ToolTally] = field(default_factory=dict)
-    lengths: Counter = field(default_factory=Counter)
+    lengths: Counter[int] = field(default_factory=Counter)
     """Step count -> usable runs of that length."""
-    with_tool: Counter = field(default_factory=Counter)
+    with_tool: Counter[str] = field(default_factory=Counter)
     """Tool -> usable runs calling it."""
     held: dict[tuple[str, str], int] = field(default_factory=dict)
     """(a, b) -> usable runs in which a's first call came before b's first call."""
@@ -84,7 +84,7 @@ class AgentTally:
 class Tally:
     agents: dict[str | None, AgentTally] = field(default_factory=dict)
     tool_names: set[str] = field(default_factory=set)
-    untracked: Counter = field(default_factory=Counter)
+    untracked: Counter[str] = field(default_factory=Counter)
     """'calls' / 'runs' / 'agents': what the caps turned away."""
     untracked_names: int = 0
     """Distinct tool names turned away, counted exactly up to MAX_UNTRACKED_NAMES."""
@@ -113,8 +113,13 @@ class Tally:
             agent.lengths[len(run.steps)] += 1
             _order(agent, run)
 
-    def describe(self, agent: str | None, tool: str, description: str | None = None,
-                 params: frozenset[str] | set[str] = frozenset()) -> None:
+    def describe(
+        self,
+        agent: str | None,
+        tool: str,
+        description: str | None = None,
+        params: frozenset[str] | set[str] = frozenset(),
+    ) -> None:
         """Record a tool definition (description and parameter names) read from a trace."""
         a = self._agent(agent)
         t = self._tool(a, tool, calls=False) if a is not None else None
@@ -212,8 +217,12 @@ def _shared(run: Trajectory, a: str, b: str) -> frozenset[tuple[str, str]]:
     out: set[tuple[str, str]] | None = None
     for step in run.steps[:MAX_SAME_STEPS]:
         if step.tool == b:
-            here = {(arg, first_arg) for arg, value in step.args.items() if arg and _comparable(value)
-                    for first_arg in seen.get(value_key(value), ())}
+            here = {
+                (arg, first_arg)
+                for arg, value in step.args.items()
+                if arg and _comparable(value)
+                for first_arg in seen.get(value_key(value), ())
+            }
             out = here if out is None else out & here
             if not out:
                 return frozenset()
@@ -240,8 +249,14 @@ def tool_definitions(raw: Mapping[str, Any] | None) -> tuple[str | None, frozens
         return None, frozenset()
     inner: Mapping[str, Any] = raw["function"] if isinstance(raw.get("function"), Mapping) else raw
     description = inner.get("description")
-    schema = next((inner.get(k) for k in ("parameters", "input_schema", "inputSchema", "json_schema", "schema")
-                   if isinstance(inner.get(k), Mapping)), None)
+    schema = next(
+        (
+            inner.get(k)
+            for k in ("parameters", "input_schema", "inputSchema", "json_schema", "schema")
+            if isinstance(inner.get(k), Mapping)
+        ),
+        None,
+    )
     props = schema.get("properties") if isinstance(schema, Mapping) else None
     params = frozenset(str(k) for k in list(props)[:64]) if isinstance(props, Mapping) else frozenset()
     return (description if isinstance(description, str) else None), params
