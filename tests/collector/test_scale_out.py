@@ -41,8 +41,13 @@ from tests.reliability.harness import identity, settled
 from tests.service.harness import SPEC, Server, record_runs, total, wait_until
 
 BALANCER = "loadbalancing/static"
-COMPARED = ("luckrate_runs_total", "luckrate_violations_total", "luckrate_taint_total",
-            "luckrate_spans_assembled_total", "luckrate_traces_completed_total")
+COMPARED = (
+    "luckrate_runs_total",
+    "luckrate_violations_total",
+    "luckrate_taint_total",
+    "luckrate_spans_assembled_total",
+    "luckrate_traces_completed_total",
+)
 
 
 def _every_trace_logged_spec(tmp_path: Path) -> Path:
@@ -54,8 +59,10 @@ def _every_trace_logged_spec(tmp_path: Path) -> Path:
 
 
 def _balancer(*replicas: Server) -> dict:
-    return {"exporters": {BALANCER: {"resolver": {"static": {"hostnames": [r.grpc for r in replicas]}}}},
-            "service": {"pipelines": {"traces": {"exporters": [BALANCER]}}}}
+    return {
+        "exporters": {BALANCER: {"resolver": {"static": {"hostnames": [r.grpc for r in replicas]}}}},
+        "service": {"pipelines": {"traces": {"exporters": [BALANCER]}}},
+    }
 
 
 def _replica(spec: Path, log: Path, *flags: str) -> Server:
@@ -79,8 +86,11 @@ def _by_name(samples: dict) -> Counter:
 def _runs_across(replicas: list[Server], runs: int) -> None:
     """Wait until the replicas have graded ``runs`` traces between them. The balancer's own "sent" counts a
     batch once it is in a replica's queue, not once that replica took it, so it cannot tell."""
-    wait_until(lambda: sum(total(r.scrape(), "luckrate_runs_total") for r in replicas) >= runs,
-               f"{runs} runs graded across the replicas", timeout=120)
+    wait_until(
+        lambda: sum(total(r.scrape(), "luckrate_runs_total") for r in replicas) >= runs,
+        f"{runs} runs graded across the replicas",
+        timeout=120,
+    )
 
 
 def _graded_whole(lines: list[dict], expected: dict[str, dict]) -> None:
@@ -90,7 +100,9 @@ def _graded_whole(lines: list[dict], expected: dict[str, dict]) -> None:
     for line in lines:
         want = expected[line["trace_id"]]
         assert (line["output"], line["violations"]) == (
-            {True: "pass", False: "fail", None: "unknown"}[want["output_ok"]], want["violations"]), line
+            {True: "pass", False: "fail", None: "unknown"}[want["output_ok"]],
+            want["violations"],
+        ), line
 
 
 def test_loadbalancing_splits_no_trace_and_the_sums_equal_one_replica(tmp_path: Path) -> None:
@@ -99,10 +111,14 @@ def test_loadbalancing_splits_no_trace_and_the_sums_equal_one_replica(tmp_path: 
     expected = offline_verdicts(spans, tmp_path, spec)
     assert all(run["violations"] for run in expected.values()), "every trace must reach the verdict log"
     logs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
-    with _replica(spec, logs[0]) as a, _replica(spec, logs[1]) as b, \
-            Server("--root-grace", GRACE, spec=spec) as single, \
-            Collector(tmp_path, LOADBALANCING, OVERLAYS / "loadbalancing-static.yaml",
-                      override=_balancer(a, b)) as collector:
+    with (
+        _replica(spec, logs[0]) as a,
+        _replica(spec, logs[1]) as b,
+        Server("--root-grace", GRACE, spec=spec) as single,
+        Collector(
+            tmp_path, LOADBALANCING, OVERLAYS / "loadbalancing-static.yaml", override=_balancer(a, b)
+        ) as collector,
+    ):
         send(spans, sdk_exporter(collector, "grpc"))
         send(spans, OTLPSpanExporter(endpoint=single.grpc, insecure=True, timeout=30))  # the same traffic, direct
         failed = exporter_spans(delivered(collector, len(spans), BALANCER), "send_failed")
@@ -131,15 +147,28 @@ def test_a_killed_replica_loses_only_what_it_held(tmp_path: Path) -> None:
     b = _replica(spec, logs["b"], "--grpc", f"127.0.0.1:{port}", "--root-grace", "60", "--idle-timeout", "60")
     b2 = None
     try:
-        with _replica(spec, logs["a"]) as a, \
-                Collector(tmp_path, LOADBALANCING, OVERLAYS / "loadbalancing-static.yaml",
-                          override=_balancer(a, b)) as collector:
+        with (
+            _replica(spec, logs["a"]) as a,
+            Collector(
+                tmp_path, LOADBALANCING, OVERLAYS / "loadbalancing-static.yaml", override=_balancer(a, b)
+            ) as collector,
+        ):
             send(first, sdk_exporter(collector, "grpc"))
 
             def all_in():  # every span of the first wave is in A or B; B's scrape then shows what it holds
                 sb = b.scrape()
-                accepted = total(a.scrape(), "luckrate_spans_accepted_total") + total(sb, "luckrate_spans_accepted_total")
-                return sb if accepted == len(first) else None
+                accepted = total(a.scrape(), "luckrate_spans_accepted_total") + total(
+                    sb, "luckrate_spans_accepted_total"
+                )
+                # Accepted spans reach B's assembler a moment later (its grading thread takes them off a
+                # queue): under load a scrape showed them accepted and no trace active yet. So wait until
+                # the active count is the same on two scrapes in a row, after every span was accepted.
+                active = total(sb, "luckrate_traces_active") if accepted == len(first) else -1
+                settled_at, seen[0] = seen[0], active
+                return sb if active > 0 and active == settled_at else None
+
+            seen = [-1.0]
+
             held = wait_until(all_in, "the first wave to reach the replicas")
             assert total(held, "luckrate_traces_active") > 0 and total(held, "luckrate_runs_total") == 0
             b.proc.send_signal(signal.SIGKILL)
@@ -157,8 +186,9 @@ def test_a_killed_replica_loses_only_what_it_held(tmp_path: Path) -> None:
         # Lost: exactly the first-wave traces B held when it died; no second-wave trace.
         assert len(lost) == lost_runs
         assert not lost & second_ids
-        assert sum(1 for s in first if s.context.trace_id.to_bytes(16, "big").hex() in lost) == \
-            total(held, "luckrate_spans_accepted_total")
+        assert sum(1 for s in first if s.context.trace_id.to_bytes(16, "big").hex() in lost) == total(
+            held, "luckrate_spans_accepted_total"
+        )
         # Everything else graded once, whole, on A or on the restarted B; B itself graded nothing.
         _graded_whole(_lines(logs["a"], logs["b2"]), expected)
         assert _lines(logs["b"]) == []
