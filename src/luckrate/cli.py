@@ -51,10 +51,13 @@ def _read_all(
         raise UsageError(f"--runs-by applies to OTLP input (--format {' or '.join(sorted(GROUPS_TRACES))})")
     if fmt in OTLP_FORMATS:
         from luckrate.adapters.otlp import read_otlp_files
+        from luckrate.adapters.otlp.runs import DEFAULT_MODE
 
-        extra = {"runs_by": runs_by} if runs_by is not None else {}
         found = read_otlp_files(
-            [(_read(p), p) for p in paths], [(_read(p), p) for p in logs], json=fmt == "otlp-json", **extra
+            [(_read(p), p) for p in paths],
+            [(_read(p), p) for p in logs],
+            json=fmt == "otlp-json",
+            runs_by=runs_by or DEFAULT_MODE,
         )
         for path, n in found.skipped_in.items():
             if skipped is not None:
@@ -109,6 +112,8 @@ def _explain_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[list[di
     out = []
     for traj in runs:
         spec = spec_for(specs, traj.agent)
+        if spec is None:  # _grade_all refused such a run before --explain runs
+            raise UsageError(f"run {traj.id}: no spec for agent {traj.agent!r} and no '*' fallback")
         out.append(explain(traced(traj, spec), spec) if traj.content else [])
     return out
 
