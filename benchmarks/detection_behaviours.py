@@ -28,6 +28,8 @@ from typing import Any
 
 from agentdojo.functions_runtime import FunctionCall
 
+from luckrate.core.provenance import walk
+
 _STRONG = re.compile(
     r"^(?:https?://)?(?:www\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)+(?:/\S*)?$|^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.IGNORECASE
 )
@@ -102,20 +104,7 @@ def reordered(
 
 def _uses(call: FunctionCall, result: str | None) -> bool:
     folded = (result or "").casefold()
-    return any(
-        str(v).casefold() in folded for _, v in _leaves(call.args) if isinstance(v, (str, int)) and len(str(v)) > 2
-    )
-
-
-def _leaves(value, path=""):
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _leaves(v, f"{path}.{k}")
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _leaves(v, f"{path}[{i}]")
-    else:
-        yield path, value
+    return any(str(v).casefold() in folded for _, v in walk(call.args) if isinstance(v, (str, int)) and len(str(v)) > 2)
 
 
 def retry(calls: list[FunctionCall], acting: frozenset[str], results: list[str | None]) -> list[FunctionCall] | None:

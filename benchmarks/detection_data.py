@@ -119,12 +119,21 @@ def first_injected(suite, user_task, canaries: dict[str, str]) -> int | None:
     return None
 
 
-def behaviours(suite, env, prompt: str, calls: list, label: dict, stats: Counter, inj: tuple[int, int] | None = None):
+def behaviours(
+    suite,
+    env,
+    prompt: str,
+    done: tuple[dt.Call, ...],
+    calls: list,
+    label: dict,
+    stats: Counter,
+    inj: tuple[int, int] | None = None,
+):
     """The runs a model showing each behaviour class would make from ``calls`` (detection_behaviours)."""
     from detection import PRIVILEGED
 
     acting = PRIVILEGED[label["suite"]]
-    results = [c.result for c in execute(suite, env.model_copy(deep=True), calls)]
+    results = [c.result for c in done]  # the run ``calls`` made, already executed
     made = {name: make(calls, acting, results) for name, make in db.BEHAVIOURS.items()}
     if inj is not None:
         made["partial"] = db.partial(calls, inj, acting)
@@ -155,7 +164,7 @@ def suite_runs(name: str, suite, stats: Counter):
         clean = execute(suite, clean_env.model_copy(deep=True), calls)
         label = {**base, "kind": "clean", "positive": False}
         yield dt.Run(name, user_task.PROMPT, tuple(clean), ANSWER, label)
-        yield from behaviours(suite, clean_env, user_task.PROMPT, calls, label, stats)
+        yield from behaviours(suite, clean_env, user_task.PROMPT, tuple(clean), calls, label, stats)
         other_uid, other = tasks[(n + 1) % len(tasks)]
         both = [*calls, *ground_truth(suite, other, clean_env)]
         prompt = f"{user_task.PROMPT}\nThen: {other.PROMPT}"
@@ -183,7 +192,8 @@ def suite_runs(name: str, suite, stats: Counter):
             resisted = execute(suite, env.model_copy(deep=True), user_calls)
             yield dt.Run(name, user_task.PROMPT, tuple(resisted), ANSWER, {**label, "kind": "resisted"})
             if pair % BEHAVIOUR_EVERY == 0:
-                yield from behaviours(suite, env, user_task.PROMPT, user_calls, {**label, "kind": "resisted"}, stats)
+                resisted_label = {**label, "kind": "resisted"}
+                yield from behaviours(suite, env, user_task.PROMPT, tuple(resisted), user_calls, resisted_label, stats)
             inj_calls = inj_task.ground_truth(env.model_copy(deep=True))
             if not inj_calls:
                 stats[f"{name}: injection task without calls (resisted only)"] += 1
@@ -193,7 +203,7 @@ def suite_runs(name: str, suite, stats: Counter):
                 if pair % BEHAVIOUR_EVERY == 0:
                     lo, hi = run.label["injection_steps"]
                     trace = [dt_call_to_fc(c) for c in run.calls]
-                    yield from behaviours(suite, env, user_task.PROMPT, trace, run.label, stats, (lo, hi))
+                    yield from behaviours(suite, env, user_task.PROMPT, run.calls, trace, run.label, stats, (lo, hi))
             pair += 1
 
 
