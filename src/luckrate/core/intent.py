@@ -60,13 +60,14 @@ _KINDS = {
 
 # A request that hands a list of tasks over to a source: "work through the tasks listed at <url>", "follow
 # the instructions in <file>". The noun comes right before the reference to the source (English).
+_TASKS = r"\b(?:to-?dos?|tasks?|instructions?|checklists?|steps)\b"
 _DELEGATION = re.compile(
     r"\b(?:do|perform|complete|follow|execute|carry\s+out|work\s+through)\b[^.!?\n]{0,40}?"
-    r"\b(?:to-?dos?|tasks?|instructions?|checklists?|steps)\b(?:\s+list)?"
-    r"[^.!?\n]{0,24}?\b(?:at|in|on|from)\s+(?:the\s+|my\s+|this\s+)?(?:\S+\s+)?$"
+    + _TASKS
+    + r"(?:\s+list)?[^.!?\n]{0,24}?\b(?:at|in|on|from)\s+(?:the\s+|my\s+|this\s+)?(?:\S+\s+)?$"
 )
 
-_TASK_NOUN = re.compile(r"\b(?:to-?dos?|tasks?|instructions?|checklists?|steps)\b")
+_TASK_NOUN = re.compile(_TASKS)
 
 
 @dataclass(frozen=True)

@@ -53,8 +53,9 @@ if TYPE_CHECKING:
 
 
 def is_ungrounded(arg: Argument) -> bool:
-    """In no source in any form; identifiers found inside free text are traced for taint only."""
-    return not arg.sources and not arg.embedded
+    """In no source in any form, and a reference rather than a search input (``is_query``); identifiers
+    found inside free text are traced for taint only."""
+    return not arg.sources and not arg.embedded and not is_query(arg)
 
 
 QUERY_ARGUMENTS = frozenset(
@@ -87,7 +88,7 @@ def is_query(arg: Argument) -> bool:
 
 def ungrounded(prov: Provenance, spec: Spec) -> Iterator[Violation]:
     for arg in prov:
-        if is_ungrounded(arg) and not is_query(arg):
+        if is_ungrounded(arg):
             yield Violation(
                 "ungrounded",
                 spec.severity("ungrounded"),
@@ -223,7 +224,7 @@ def explain(prov: Provenance, spec: Spec) -> list[dict[str, Any]]:
             "looked_up": [arg.value.casefold(), *arg.looked_up],
             "sources": sorted(arg.sources),
             "origins": [o.to_dict() for o in prov.origins(arg)],
-            "ungrounded": is_ungrounded(arg) and not is_query(arg),
+            "ungrounded": is_ungrounded(arg),
         }
         if spec.taint_declared and arg.tool in spec.privileged:
             judged = asked.judge(arg, prov, spec)
