@@ -142,17 +142,23 @@ def _emit(text: str) -> bool:
 
 
 def cmd_suggest(args: argparse.Namespace) -> int:
-    """Read every FILE once, run by run, into a bounded tally; print the proposed spec (or, with
-    ``--check``, what the traffic suggests that the spec does not say: exit 1 when anything)."""
+    """Read every FILE, run by run, into a bounded tally; print the proposed spec (or, with ``--check``,
+    what the traffic suggests that the spec does not say: exit 1 when anything). With OTLP, the logs files
+    (``--logs``, or found among FILEs) are read first, since their records join the traces of the rest: a
+    trace file is then read a second time to tally it (files are not held, to keep memory bounded)."""
     tally, notes = Tally(), []
     files, events = list(args.files), None
-    if args.format in OTLP_FORMATS:  # logs files (--logs, or found among FILEs) join the traces of the rest
+    if args.format in OTLP_FORMATS:
         from luckrate.adapters.otlp.readers import is_logs_file, log_events
 
         json_ = args.format == "otlp-json"
-        logs = [*(args.logs or ()), *(p for p in files if is_logs_file(_read(p), p, json_))]
-        files = [p for p in files if p not in logs]
-        events = log_events([(_read(p), p) for p in logs], json_) if logs else None
+        logs = [(_read(p), p) for p in args.logs or ()]
+        for path in list(files):
+            data = _read(path)
+            if is_logs_file(data, path, json_):
+                logs.append((data, path))
+                files.remove(path)
+        events = log_events(logs, json_) if logs else None
     elif args.logs:
         raise UsageError(f"--logs needs --format {' or '.join(OTLP_FORMATS)}")
     for path in files:

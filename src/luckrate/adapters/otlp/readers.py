@@ -260,18 +260,13 @@ def read_otlp_runs(
     if isinstance(req, ExportLogsServiceRequest):
         return [], []
     try:
-        records, rejected = records_from_request(req, keep_attribute=rule.attribute)
-        if rejected:
-            raise InvalidInput("spans that cannot be read: " + ", ".join(f"{r.count} {r.reason}" for r in rejected))
+        traces = _traces(req, rule)
     except InvalidInput as e:
         raise e.at(source) from None
-    traces: dict[bytes, list[SpanRecord]] = {}
-    for rec in records:
-        traces.setdefault(rec.trace_id, []).append(rec)
     runs, errors = [], []
-    for tid, spans in traces.items():
+    for spans in traces:
         try:
-            runs.append(trajectory_from_spans(joined(spans, (logs or {}).get(tid, ())), rule))
+            runs.append(trajectory_from_spans(joined(spans, (logs or {}).get(spans[0].trace_id, ())), rule))
         except InvalidInput as e:
             errors.append(e.at(source))
     return runs, errors
