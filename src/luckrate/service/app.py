@@ -30,6 +30,7 @@ from luckrate.service.intake import Intake
 from luckrate.service.prometheus import MetricsServer, PrometheusReader
 from luckrate.service.receiver_grpc import GrpcReceiver
 from luckrate.service.receiver_http import HttpReceiver
+from luckrate.service.run_assembly import RunAssembler
 from luckrate.service.security import grpc_credentials, http_context
 from luckrate.service.tally import Tally, apply
 from luckrate.service.telemetry import Labels, Telemetry
@@ -52,6 +53,14 @@ _FLAGS = (
     ("--root-grace", "root_grace", float, "quiet seconds after the root span before grading (default 2)"),
     ("--idle-timeout", "idle_timeout", float, "quiet seconds before grading a trace without root (default 30)"),
     ("--max-trace-age", "max_trace_age", float, "grade a trace this many seconds after its first span"),
+    (
+        "--runs-by",
+        "runs_by",
+        str,
+        "which traces make one run: trace (default), links (traces tied by span links) or conversation",
+    ),
+    ("--run-wait", "run_wait", float, "with --runs-by links|conversation: quiet seconds before grading a run"),
+    ("--max-run-age", "max_run_age", float, "with --runs-by links|conversation: grade a run this long after it began"),
     ("--max-spans-per-trace", "max_spans_per_trace", int, "grade a trace once it has this many spans"),
     ("--max-buffered-spans", "max_buffered_spans", int, "spans (and log records) buffered before back-pressure"),
     ("--max-request-bytes", "max_request_bytes", int, "largest request after decompression (default 64 MiB)"),
@@ -125,7 +134,7 @@ class InProcess:
 
     @property
     def active(self) -> int:
-        return self.loop.assembler.active
+        return self.loop.assembler.active + (self.loop.runs.active if self.loop.runs is not None else 0)
 
     def start(self) -> None:
         self.worker.start()
@@ -187,6 +196,7 @@ class Service:
 def build(cfg: ServiceConfig, specs) -> Service:
     """Assemble the service from a finalized config and loaded specs (nothing listens yet)."""
     from luckrate.adapters.otlp import OutputRule, trajectory_from_spans
+    from luckrate.adapters.otlp.assemble import trajectory_from_run
 
     readers, prom = [], None
     if cfg.prometheus is not None:
@@ -238,10 +248,14 @@ def build(cfg: ServiceConfig, specs) -> Service:
             events=events,
             flush=flush,
             settled=held.add if held is not None else None,
+            adapt_run=lambda traces, parents: trajectory_from_run(traces, parents, rule),
         )
         limits = Limits.from_config(cfg)
+        runs = run_assembler(cfg, worker.submit, telemetry.add)
         loop = AssemblerLoop(
-            Assembler(worker.submit, limits=limits, count=telemetry.add, release=budget.release), tick=limits.bucket
+            Assembler(runs.add if runs else worker.submit, limits=limits, count=telemetry.add, release=budget.release),
+            tick=limits.bucket,
+            runs=runs,
         )
         grading = InProcess(loop, worker)
         intake = Intake(
@@ -251,6 +265,7 @@ def build(cfg: ServiceConfig, specs) -> Service:
             keep_attribute=cfg.output_attribute,
             wal=wal,
             submit_logs=loop.submit_logs,
+            runs_by=cfg.runs_by,
         )
     common = dict(max_request_bytes=cfg.max_request_bytes, retry_after=cfg.retry_after, token=cfg.bearer_token)
     receivers = []
@@ -272,6 +287,25 @@ def build(cfg: ServiceConfig, specs) -> Service:
     return Service(cfg, telemetry, budget, grading, intake, receivers, metrics, events, wal)
 
 
+def run_assembler(cfg: ServiceConfig, emit, count) -> RunAssembler | None:
+    """The stage that groups completed traces into runs, when ``runs_by`` asks for runs across traces."""
+    if cfg.runs_by == "trace":
+        return None
+    return RunAssembler(
+        emit,
+        conversation=cfg.runs_by == "conversation",
+        wait=cfg.run_wait,
+        max_age=cfg.max_run_age,
+        memory=cfg.late_memory,
+        count=count,
+    )
+
+
+def _run_hold(cfg: ServiceConfig) -> float:
+    """The longest a completed trace may wait for the rest of its run (0 when each trace is a run)."""
+    return 0.0 if cfg.runs_by == "trace" else cfg.max_run_age + cfg.run_wait
+
+
 def open_wal(cfg: ServiceConfig, count, owners: int) -> WriteAheadLog:
     """The write-ahead log, its directory checked and locked; InvalidConfig (exit 2) when it is unusable."""
     # A trace is graded within max_trace_age of its first span (and a replayed one within that of the
@@ -282,7 +316,7 @@ def open_wal(cfg: ServiceConfig, count, owners: int) -> WriteAheadLog:
         sync=cfg.wal_sync,
         sync_interval=cfg.wal_sync_interval,
         memory=cfg.late_memory * owners,
-        stale_after=2 * cfg.max_trace_age + cfg.shutdown_timeout,
+        stale_after=2 * cfg.max_trace_age + cfg.shutdown_timeout + _run_hold(cfg),
         count=count,
     )
     try:

@@ -22,10 +22,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 from operator import attrgetter
 
 from luckrate.adapters.otlp import SpanRecord
 from luckrate.adapters.otlp.logs import LogEvent, joined
+from luckrate.adapters.otlp.runs import Assembly, TraceTies
 from luckrate.adapters.otlp.spans import PackedSpan, unpacked
 from luckrate.service.config import ServiceConfig
 
@@ -81,6 +83,8 @@ class CompletedTrace:
     """Clock time the first span (or log record) arrived (for the first-span-to-verdict delay)."""
     logs: tuple[LogEvent, ...] = ()
     """The trace's log records, in arrival order."""
+    ties: TraceTies | None = None
+    """Span links to other traces and conversation ids (only when runs are assembled across traces)."""
 
     @functools.cached_property
     def spans(self) -> tuple[SpanRecord, ...]:
@@ -139,11 +143,12 @@ _SPAN_ID = attrgetter("span_id")
 class _Trace(list):
     """A trace's spans in arrival order, and when it is due. The list itself, not an object holding one."""
 
-    __slots__ = ("ids", "first_seen", "last_seen", "root_seen", "due", "due_reason", "logs")
+    __slots__ = ("ids", "first_seen", "last_seen", "root_seen", "due", "due_reason", "logs", "ties")
 
     def __init__(self, now: float):
         self.ids: set[bytes] | None = None
         self.logs: list[LogEvent] | None = None
+        self.ties: TraceTies | None = None
         self.first_seen = now
         self.last_seen = now
         self.root_seen = False
@@ -188,6 +193,8 @@ class Assembler:
         """Traces that held log records only when due: closed without being completed."""
         self._logs_assembled = 0
         self._logs_dropped: dict[str, int] = {}
+        self._assembly = Assembly()
+        """Links beyond a trace's bound, while its ties are merged (counted with the run assembly's)."""
 
     @property
     def active(self) -> int:
@@ -227,11 +234,26 @@ class Assembler:
         for tid, trace in touched.items():
             trace.last_seen = now
             self._schedule(tid, trace)
+        tied = getattr(records, "ties", None)
+        if tied:
+            self._tie(tied)
         for name, n in dropped.items():
             if n:
                 self._release(n)  # before counting, so whoever sees the count also sees the room
                 self._count(name, n)
         self._flush_counts()
+
+    def _tie(self, tied: dict[bytes, TraceTies]) -> None:
+        """Keep what ties a batch's traces to others with them (a trace already completed in this batch,
+        by ``max_spans``, keeps what it had: the rest of its ties came too late, like its spans)."""
+        for tid, ties in tied.items():
+            trace = self._traces.get(tid)
+            if trace is None:
+                continue
+            if trace.ties is None:
+                trace.ties = ties
+            else:
+                trace.ties.merge(ties, self._assembly)
 
     def add_logs(self, events: Iterable[LogEvent]) -> None:
         """Hold log records beside their traces' spans; a record opens its trace, and keeps it from going
@@ -323,7 +345,7 @@ class Assembler:
         self._completed[reason] = self._completed.get(reason, 0) + 1
         self._assembled += len(trace)
         self._logs_assembled += len(logs)
-        self._emit(CompletedTrace(tid, tuple(trace), reason, trace.first_seen, logs))
+        self._emit(CompletedTrace(tid, tuple(trace), reason, trace.first_seen, logs, trace.ties))
 
     def _flush_counts(self) -> None:
         closed = sum(self._completed.values()) + self._abandoned
@@ -337,6 +359,10 @@ class Assembler:
             self._count("luckrate.log_records.assembled", self._logs_assembled)
         for reason, n in self._logs_dropped.items():
             self._count("luckrate.log_records.dropped", n, reason=reason)
+        if self._assembly.counts:
+            for outcome, n in self._assembly.counts.items():
+                self._count("luckrate.runs.assembly", n, outcome=outcome)
+            self._assembly.counts.clear()
         self._opened, self._completed, self._assembled = 0, {}, 0
         self._abandoned, self._logs_assembled, self._logs_dropped = 0, 0, {}
 
@@ -353,8 +379,11 @@ class _Logs(list):
 class AssemblerLoop:
     """The thread that owns an Assembler: takes batches from receivers, expires traces every bucket."""
 
-    def __init__(self, assembler: Assembler, tick: float = 0.05):
+    def __init__(self, assembler: Assembler, tick: float = 0.05, runs: Any = None):
+        """``runs``: the ``run_assembly.RunAssembler`` the assembler hands completed traces to, when runs
+        are assembled across traces; this thread expires and drains it too."""
         self.assembler = assembler
+        self.runs = runs
         self._tick = tick
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
@@ -391,11 +420,15 @@ class AssemblerLoop:
             try:
                 if item is _STOP:
                     self.assembler.drain("shutdown")
+                    if self.runs is not None:
+                        self.runs.drain("shutdown")
                     return
                 if item.__class__ is _Logs:
                     self.assembler.add_logs(item)
                 elif item is not None:
                     self.assembler.add(item)
                 self.assembler.expire()
+                if self.runs is not None:
+                    self.runs.expire()
             except Exception:  # the owner must survive anything one batch does
                 log.exception("trace assembly failed on a batch")

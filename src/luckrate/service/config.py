@@ -95,6 +95,16 @@ class ServiceConfig:
     """With ``otlp_logs``: ``violations`` (a record per graded trace with violations) or ``all``."""
     max_agents: int = 20
     """With a single SPEC: distinct agent label values before the rest become ``other``."""
+    runs_by: str = "trace"
+    """Which traces make one run: ``trace`` (each trace is a run), ``links`` (traces tied by span links, in
+    either direction, are one run) or ``conversation`` (as ``links``, and traces with one
+    ``gen_ai.conversation.id``). Not ``trace``: every completed trace waits ``run_wait`` for the rest of its
+    run, and grading stays in one process (``workers`` 1)."""
+    run_wait: float = 30.0
+    """With ``runs_by`` links or conversation: seconds without a new trace joining a run before it is graded."""
+    max_run_age: float = 600.0
+    """With ``runs_by`` links or conversation: a run is graded this many seconds after its first trace
+    completed, whatever still comes (a conversation that never ends is graded in parts)."""
     late_memory: int = 100_000
     """Graded trace ids remembered to recognise late spans."""
     shutdown_timeout: float = 30.0
@@ -127,6 +137,8 @@ _NOT_KEYS = frozenset({"bearer_token"})
 KEYS = tuple(f.name for f in fields(ServiceConfig) if f.name not in _NOT_KEYS)
 _ENDPOINTS = ("grpc", "http", "prometheus")
 _POSITIVE_FLOATS = (
+    "run_wait",
+    "max_run_age",
     "root_grace",
     "idle_timeout",
     "max_trace_age",
@@ -147,7 +159,11 @@ _POSITIVE_INTS = (
     "wal_max_bytes",
 )
 _STRINGS = ("spec", "output_attribute")
-_CHOICES = {"verdict_events": ("violations", "all"), "wal_sync": ("interval", "request")}
+_CHOICES = {
+    "verdict_events": ("violations", "all"),
+    "wal_sync": ("interval", "request"),
+    "runs_by": ("trace", "links", "conversation"),
+}
 _BOOLS = ("verdict_log_all",)
 _OPTIONAL_STRINGS = (
     "otlp_metrics",
@@ -236,6 +252,8 @@ def worker_count(cfg: ServiceConfig, cpu_max: Path = CPU_MAX) -> int:
     """``cfg.workers`` resolved: ``auto`` is the number of cores this process may run on
     (``os.sched_getaffinity``), capped by a cgroup CPU quota when there is one: a container limited to 2
     CPUs on a 64-core node gets 2 workers, not 64 processes throttled to a thirty-second of a core each."""
+    if cfg.runs_by != "trace":  # the traces of one run must reach one grader (finalize refuses workers > 1)
+        return 1
     if cfg.workers != "auto":
         return int(cfg.workers)
     cores = max(1, len(os.sched_getaffinity(0)))
@@ -308,6 +326,18 @@ def finalize(cfg: ServiceConfig, source: str = "", env: Mapping[str, str] | None
         for key in ("wal_sync", "wal_sync_interval", "wal_max_bytes"):
             if getattr(cfg, key) != getattr(ServiceConfig, key):
                 problems.append((key, "needs wal_dir, the log's directory (--wal DIR)"))
+    if cfg.runs_by != "trace" and cfg.workers not in ("auto", 1):
+        problems.append(
+            (
+                "workers",
+                f"runs_by = {cfg.runs_by!r} grades in one process: the traces of one run must reach one grader "
+                '(use workers = 1, or runs_by = "trace")',
+            )
+        )
+    if cfg.runs_by == "trace":
+        for key in ("run_wait", "max_run_age"):
+            if getattr(cfg, key) != getattr(ServiceConfig, key):
+                problems.append((key, 'needs runs_by = "links" or "conversation" (--runs-by)'))
     if cfg.grpc is None and cfg.http is None:
         problems.append(("grpc", "both receivers are off: nothing would receive spans"))
     token = _token(cfg, env, problems)

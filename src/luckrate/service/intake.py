@@ -19,6 +19,7 @@ from luckrate.adapters.otlp import SpanRecord, request_from_protobuf
 from luckrate.adapters.otlp.compaction import Rejected, records_at, route_spans
 from luckrate.adapters.otlp.conventions import interning
 from luckrate.adapters.otlp.logs import LogEvent, events_at, route_records
+from luckrate.adapters.otlp.runs import Assembly, ties_by_trace
 from luckrate.service.assembler import SpanBudget
 from luckrate.service.wal import LogRefused, WriteAheadLog
 from luckrate.service.wal_format import TRACES
@@ -107,6 +108,7 @@ class Intake:
         wal: WriteAheadLog | None = None,
         submit_logs: Callable[[Any], None] | None = None,
         prepare_logs: Callable[..., Any] | None = None,
+        runs_by: str = "trace",
     ):
         """Each request is judged once (``judge_spans``), its usable spans' positions shared out among
         ``owners`` grading processes; ``prepare(request, judged, raw)`` makes what ``submit`` takes, by
@@ -115,7 +117,9 @@ class Intake:
         handed over (and so before the client hears OK); ``replay`` hands back what it held at start.
         ``submit_logs`` and ``prepare_logs`` are the same for log records (by default their ``LogEvent``s);
         without ``submit_logs`` the intake takes no log records (``accept_logs`` raises). Logs requests are
-        not written to the write-ahead log: they are accepted unlogged, a full log included."""
+        not written to the write-ahead log: they are accepted unlogged, a full log included. With ``runs_by``
+        links or conversation, the records handed over carry what ties their traces to others (``Tied``)."""
+        self._runs_by = runs_by
         self._submit = submit
         self._owners = owners
         self._prepare = prepare or self._records
@@ -228,7 +232,16 @@ class Intake:
 
     def _records(self, request: ExportTraceServiceRequest, judged: Judged, raw: bytes | None) -> list[SpanRecord]:
         # The positions judged usable: each span's ids are checked once, not again while compacting.
-        return records_at(request, judged.picks[0], keep_attribute=self._keep, packed=True, tables=self._tables)
+        records = records_at(request, judged.picks[0], keep_attribute=self._keep, packed=True, tables=self._tables)
+        if self._runs_by == "trace":
+            return records
+        tied = Tied(records)
+        assembly = Assembly()
+        mine = {r.trace_id for r in records}
+        tied.ties = ties_by_trace(request, mine.__contains__, self._runs_by == "conversation", assembly)
+        for outcome, n in assembly.counts.items():
+            self._count("luckrate.runs.assembly", n, outcome=outcome)
+        return tied
 
     def _events(self, request: ExportLogsServiceRequest, judged: Judged, raw: bytes | None) -> list[LogEvent]:
         return events_at(request, judged.picks[0])
@@ -248,6 +261,13 @@ class Intake:
         """Count a request refused whole (its spans or records were never decoded, or are all being
         retried); ``logs``: a logs request (its own counter), else a traces request or a connection."""
         self._count(LOGS.refused if logs else SPANS.refused, 1, transport=transport, reason=reason)
+
+
+class Tied(list):
+    """A batch of records and, by trace id, what ties those traces to others (``runs.TraceTies``): read
+    from the request here, where the span links still are (records do not keep them)."""
+
+    __slots__ = ("ties",)
 
 
 def _spans(request: ExportTraceServiceRequest) -> list:

@@ -194,8 +194,30 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         "luckrate.traces.ungraded",
         "counter",
         "{trace}",
-        "Completed traces not graded, by reason (no spec for the agent, unreadable spans)",
+        "Completed traces (or runs across traces) not graded, by reason (no spec for the agent, unreadable "
+        "spans, a trace that links to a run already graded)",
         ("reason",),
+    ),
+    Instrument(
+        "luckrate.runs.active",
+        "updown",
+        "{trace}",
+        "Completed traces held for the rest of their run across traces (runs_by links or conversation)",
+    ),
+    Instrument(
+        "luckrate.runs.completed",
+        "counter",
+        "{run}",
+        "Runs across traces handed to the grader, by what completed them (runs_by links or conversation)",
+        ("reason",),
+    ),
+    Instrument(
+        "luckrate.runs.assembly",
+        "counter",
+        "{event}",
+        "What run assembly across traces did: traces joined to a run, links to traces that never arrived, "
+        "links beyond the bounds, runs split at max traces, conversation ids too long, late traces",
+        ("outcome",),
     ),
     Instrument("luckrate.grade.errors", "counter", "{trace}", "Completed traces whose grading raised"),
     Instrument("luckrate.grade.duration", "histogram", "s", "Time to adapt and grade one trace"),
@@ -222,7 +244,7 @@ BY_NAME = {i.name: i for i in INSTRUMENTS}
 _KEYS = {i.name: frozenset(i.attributes) for i in INSTRUMENTS}
 
 COMPLETION_REASONS = ("root_ended", "idle", "max_age", "max_spans", "shutdown")
-UNGRADED_REASONS = ("no_spec", "invalid")
+UNGRADED_REASONS = ("no_spec", "invalid", "late_for_run")
 WAL_REFUSALS = ("wal_full", "wal_error")
 """The write-ahead log could not take a request: full (``wal_max_bytes`` or the disk), or writing failed."""
 REFUSAL_REASONS = (
@@ -239,6 +261,17 @@ TRANSPORTS = ("grpc", "http")
 REJECTION_REASONS = (*REJECT_REASONS, "buffer_full", *WAL_REFUSALS)
 VERDICT_EVENT_DROPS = ("queue_full", "export_failed", "shutdown")
 LOSS_REASONS = ("worker_died",)
+RUN_REASONS = ("quiet", "max_age", "max_traces", "shutdown")
+"""Why a run across traces was handed to the grader (``run_assembly``)."""
+RUN_ASSEMBLY_OUTCOMES = (
+    "traces_joined",
+    "links_missing",
+    "links_dropped",
+    "runs_split",
+    "conversation_ids_too_long",
+    "late_traces",
+)
+"""What run assembly did: the keys of ``luckrate grade``'s ``assembly`` counts, and ``late_traces``."""
 WAL_DAMAGE = DAMAGE_REASONS
 LOG_REJECTION_REASONS = (*LOG_REJECT_REASONS, "buffer_full")
 LOG_DROP_REASONS = ("late", "no_spans", "over_limit", "worker_died")
@@ -268,6 +301,7 @@ ZERO_SERIES: tuple[tuple[str, tuple[dict[str, str], ...]], ...] = (
     ("luckrate.traces.completed", tuple({"reason": r} for r in COMPLETION_REASONS)),
     ("luckrate.traces.ungraded", tuple({"reason": r} for r in UNGRADED_REASONS)),
     ("luckrate.grade.errors", ({},)),
+    ("luckrate.runs.assembly", tuple({"outcome": o} for o in RUN_ASSEMBLY_OUTCOMES)),
     ("luckrate.verdict_events.dropped", tuple({"reason": r} for r in VERDICT_EVENT_DROPS)),
 )
 """Loss and health counters over closed label sets, exported at 0 from the start: a healthy service

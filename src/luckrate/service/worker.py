@@ -19,6 +19,7 @@ from luckrate.adapters import InvalidInput
 from luckrate.core.grade import RunGrade, grade
 from luckrate.core.spec import Spec, spec_for
 from luckrate.service.assembler import CompletedTrace
+from luckrate.service.run_assembly import CompletedRun, parents_of
 from luckrate.service.tally import REPORT_EVERY
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,7 @@ class Worker:
         flush_every: float = REPORT_EVERY,
         settled: Callable[[bytes], Any] | None = None,
         release_logs: Callable[[int], None] | None = None,
+        adapt_run: Callable[[list, dict], Any] | None = None,
     ):
         """``adapt(spans) -> Trajectory`` raises InvalidInput for spans it cannot read. ``events`` (a
         ``verdict_events.VerdictEvents``, or None) gets every graded run; its ``publish`` never blocks.
@@ -128,8 +130,10 @@ class Worker:
         ``settled(trace_id)``: called once a trace is done with (graded or not), after its verdict is written:
         the write-ahead log marks it so that a replay does not grade it again.
         ``release(n)`` gives a graded trace's spans' room back, ``release_logs(n)`` its log records' (by
-        default ``release``)."""
+        default ``release``). ``adapt_run(traces' spans, adopted parents) -> Trajectory`` reads a run of
+        several traces (``run_assembly.CompletedRun``)."""
         self._specs = specs
+        self._adapt_run = adapt_run
         self._release_logs = release_logs or release
         self._adapt = adapt
         self._telemetry = telemetry
@@ -143,7 +147,7 @@ class Worker:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
-    def submit(self, trace: CompletedTrace) -> None:
+    def submit(self, trace: CompletedTrace | CompletedRun) -> None:
         """Never blocks (called by the assembler's thread)."""
         self._queue.put(trace)
 
@@ -175,25 +179,44 @@ class Worker:
         if self._flush is not None:
             self._flush()
 
-    def handle(self, trace: CompletedTrace) -> None:
-        """Grade one trace; never raises."""
+    def handle(self, item: CompletedTrace | CompletedRun) -> None:
+        """Grade one trace, or one run of several (``run_assembly``); never raises."""
         started = time.perf_counter()
+        traces = item.traces if isinstance(item, CompletedRun) else (item,)
         try:
-            self._grade(trace, started)
+            if isinstance(item, CompletedRun) and item.late:
+                self._telemetry.add("luckrate.traces.ungraded", reason="late_for_run")
+                log.info("trace %s not graded: it links to a run already graded", item.trace_id.hex())
+            else:
+                self._grade(item, started)
         except Exception:
             self._telemetry.add("luckrate.grade.errors")
-            log.exception("grading trace %s failed", trace.trace_id.hex())
+            log.exception("grading trace %s failed", item.trace_id.hex())
         finally:
-            self._release(len(trace.packed))
-            if trace.logs:
-                self._release_logs(len(trace.logs))
-            if self._settled is not None:
-                self._settled(trace.trace_id)
+            for trace in traces:
+                self._release(len(trace.packed))
+                if trace.logs:
+                    self._release_logs(len(trace.logs))
+                if self._settled is not None:
+                    self._settled(trace.trace_id)
 
-    def _grade(self, trace: CompletedTrace, started: float) -> None:
-        tid = trace.trace_id.hex()
+    def _read(self, item: CompletedTrace | CompletedRun) -> tuple[Any, CompletedTrace]:
+        """The item's trajectory (``adapt``, or ``adapt_run`` for a run of several traces) and the trace its
+        verdict is attached to: a run's earliest-started."""
+        if isinstance(item, CompletedTrace):
+            return self._adapt(item.spans), item
+        if len(item.traces) == 1:
+            return self._adapt(item.traces[0].spans), item.traces[0]
+        starts = {t.trace_id: min(s.start_ns for s in t.spans) for t in item.traces}
+        ordered = sorted(item.traces, key=lambda t: (starts[t.trace_id], t.trace_id))
+        if self._adapt_run is None:
+            raise RuntimeError("a run across traces reached a worker without adapt_run")
+        return self._adapt_run([t.spans for t in ordered], parents_of(item, starts)), ordered[0]
+
+    def _grade(self, item: CompletedTrace | CompletedRun, started: float) -> None:
+        tid = item.trace_id.hex()
         try:
-            traj = self._adapt(trace.spans)
+            traj, trace = self._read(item)
         except InvalidInput as e:
             self._telemetry.add("luckrate.traces.ungraded", reason="invalid")
             log.info("trace %s not graded: %s", tid, e)
@@ -211,4 +234,4 @@ class Worker:
         if self._events is not None:
             self._events.publish(g, spec.name, trace.trace_id, root)
         self._telemetry.add("luckrate.grade.duration", time.perf_counter() - started)
-        self._telemetry.add("luckrate.verdict.delay", max(0.0, self._clock() - trace.first_seen))
+        self._telemetry.add("luckrate.verdict.delay", max(0.0, self._clock() - item.first_seen))

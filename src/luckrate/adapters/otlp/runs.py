@@ -19,7 +19,7 @@ union of sets, never a walk.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -130,3 +130,66 @@ def adopted_parents(found: Ties, order: dict[bytes, int]) -> dict[tuple[bytes, b
         if linked in order and trace in order and order[linked] < order[trace]:
             out.setdefault((trace, span), linked_span)
     return out
+
+
+MAX_LINKED_PER_TRACE = MAX_TRACES_PER_RUN
+"""Distinct traces one trace's spans may link to (more cannot join one run anyway); beyond, counted."""
+MAX_CONVERSATIONS_PER_TRACE = 4
+
+
+@dataclass
+class TraceTies:
+    """What ties one trace to others, gathered as its spans arrive (the service's run assembly)."""
+
+    linked: dict[bytes, tuple[bytes, bytes]] = field(default_factory=dict)
+    """Linked trace -> (span, linked span) of the first link to it."""
+    conversations: list[str] = field(default_factory=list)
+
+    def merge(self, other: TraceTies, assembly: Assembly) -> None:
+        for trace, pair in other.linked.items():
+            if trace in self.linked:
+                continue
+            if len(self.linked) >= MAX_LINKED_PER_TRACE:
+                assembly.add("links_dropped")
+                continue
+            self.linked[trace] = pair
+        for c in other.conversations:
+            if c not in self.conversations and len(self.conversations) < MAX_CONVERSATIONS_PER_TRACE:
+                self.conversations.append(c)
+
+
+def ties_by_trace(
+    req: ExportTraceServiceRequest, keep: Callable[[bytes], bool], conversation: bool, assembly: Assembly
+) -> dict[bytes, TraceTies]:
+    """The ties of each trace of ``req`` that ``keep`` picks (those whose spans were accepted), only for
+    traces that have any: span links to other traces, and (``conversation``) conversation ids."""
+    out: dict[bytes, TraceTies] = {}
+    for resource in req.resource_spans:
+        for scope in resource.scope_spans:
+            for span in scope.spans:
+                if not span.links and not conversation:
+                    continue
+                trace = bytes(span.trace_id)
+                if not keep(trace):
+                    continue
+                found = TraceTies()
+                links: list = []
+                convs: dict = {}
+                _read_span(span, links, convs if conversation else {}, assembly)
+                for _t, sid, linked, linked_span in links:
+                    found.linked.setdefault(linked, (sid, linked_span))
+                found.conversations.extend(c for _t, c in convs)
+                if found.linked or found.conversations:
+                    out.setdefault(trace, TraceTies()).merge(found, assembly)
+    return out
+
+
+def run_ties(members: Sequence[tuple[bytes, TraceTies | None]]) -> Ties:
+    """The members' ties as ``Ties`` (for ``adopted_parents``)."""
+    links = tuple(
+        (trace, sid, linked, linked_span)
+        for trace, tied in members
+        if tied is not None
+        for linked, (sid, linked_span) in tied.linked.items()
+    )
+    return Ties(links, ())
