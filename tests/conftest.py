@@ -35,6 +35,7 @@ TIERS = {
     "service/test_e2e_logs.py": "e2e",
     "service/test_e2e_verdict_events.py": "e2e",
     "service/test_e2e_runs.py": "e2e",
+    "service/test_e2e_every_capture.py": "e2e",
     "service/test_receivers.py": "e2e",
     "service/test_http_framing.py": "e2e",
     "service/test_logs_receiver.py": "e2e",
