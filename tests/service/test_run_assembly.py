@@ -155,3 +155,40 @@ def test_drain_grades_every_held_run():
     assert sorted(sorted(int.from_bytes(t.trace_id, "big") for t in r.traces) for r in rig.out) == [[1, 2], [3]]
     assert rig.counts[("luckrate.runs.completed", "shutdown")] == 2
     assert rig.runs.active == 0
+
+
+def linked_request():
+    from tests.adapters.test_otlp_runs import Recorder, linked_run
+    from tests.service.harness import request_of
+
+    rec = Recorder()
+    linked_run(rec, missing=True)
+    return request_of(rec.exporter.get_finished_spans())
+
+
+@pytest.mark.parametrize("runs_by", ["links", "conversation"])
+def test_intake_hands_over_the_links_it_read_and_again_on_replay(runs_by):
+    from luckrate.service.assembler import SpanBudget
+    from luckrate.service.intake import Intake
+    from luckrate.service.wal_format import TRACES
+
+    batches: list = []
+    counts: Counter = Counter()
+    intake = Intake(batches.append, SpanBudget(1000), lambda n, v=1, **a: counts.update({n: v}), runs_by=runs_by)
+    req = linked_request()
+    intake.accept(req, "grpc")
+    intake.replay(TRACES, req.SerializeToString(), lambda t: True)
+    first, replayed = batches
+    assert first.ties and first.ties.keys() == replayed.ties.keys()
+    # The delivery trace links to the agent's trace and to one never exported; the agent's to create_agent's.
+    assert sorted(len(t.linked) for t in first.ties.values()) == [1, 2]
+    assert {r.trace_id for r in first} >= first.ties.keys()
+
+
+def test_intake_reads_no_links_when_each_trace_is_a_run():
+    from luckrate.service.assembler import SpanBudget
+    from luckrate.service.intake import Intake
+
+    batches: list = []
+    Intake(batches.append, SpanBudget(1000), lambda *a, **k: None).accept(linked_request(), "grpc")
+    assert getattr(batches[0], "ties", None) is None
