@@ -102,3 +102,25 @@ def test_runs_across_traces_refuse_several_grading_processes(tmp_path):
     with pytest.raises(AssertionError, match="exited: 2") as e:
         Server("--runs-by", "links", "--workers", "2", spec=spec)
     assert "workers: runs_by = 'links' grades in one process" in str(e.value)
+
+
+def test_the_turns_of_a_conversation_are_one_run_when_asked(tmp_path):
+    from tests.adapters.test_otlp_runs import TURNS, conversation
+
+    rec = Recorder()
+    conversation(rec, "c1", TURNS)  # the cancel is confirmed in the second turn's trace
+    conversation(rec, "c2", [("cancel R-1", None, ["get", "cancel"])])  # unconfirmed, one trace
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"tools": ["get", "cancel"], "confirm": ["cancel"]}))
+    flags = ("--run-wait", "0.5", "--root-grace", "0.2", "--workers", "1")
+    with Server("--runs-by", "conversation", *flags, spec=spec) as server:
+        send_apart(server, rec)
+        s = server.wait_metric("luckrate_runs_total", 2)
+        assert server.terminate() == 0
+    assert total(s, "luckrate_violations_total", check="confirm") == 1  # c2's only
+    assert total(s, "luckrate_runs_assembly_total", outcome="traces_joined") == 1
+    with Server("--runs-by", "links", *flags, spec=spec) as server:  # each turn alone: "yes" answers nothing
+        send_apart(server, rec)
+        s = server.wait_metric("luckrate_runs_total", 3)
+        assert server.terminate() == 0
+    assert total(s, "luckrate_violations_total", check="confirm") == 2

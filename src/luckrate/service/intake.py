@@ -19,11 +19,12 @@ from luckrate.adapters.otlp import SpanRecord, request_from_protobuf
 from luckrate.adapters.otlp.compaction import Rejected, records_at, route_spans
 from luckrate.adapters.otlp.conventions import interning
 from luckrate.adapters.otlp.logs import LogEvent, events_at, route_records
-from luckrate.adapters.otlp.runs import Assembly, ties_by_trace
+from luckrate.adapters.otlp.runs import CONVERSATION_KEY, Assembly, ties_by_trace
 from luckrate.service.assembler import SpanBudget
 from luckrate.service.wal import LogRefused, WriteAheadLog
 from luckrate.service.wal_format import TRACES
 
+_CONVERSATION = CONVERSATION_KEY.encode()
 MAX_MESSAGE = 1024
 """Longest partial-success / error message sent back (responses stay small)."""
 
@@ -238,7 +239,10 @@ class Intake:
         tied = Tied(records)
         assembly = Assembly()
         mine = {r.trace_id for r in records}
-        tied.ties = ties_by_trace(request, mine.__contains__, self._runs_by == "conversation", assembly)
+        # Reading every attribute of every span costs about 60% of compaction; a request whose encoding never
+        # names the conversation key cannot hold one (benchmarks/run_assembly.py).
+        conversation = self._runs_by == "conversation" and (raw is None or _CONVERSATION in raw)
+        tied.ties = ties_by_trace(request, mine.__contains__, conversation, assembly)
         for outcome, n in assembly.counts.items():
             self._count("luckrate.runs.assembly", n, outcome=outcome)
         return tied
