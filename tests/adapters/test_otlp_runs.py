@@ -200,3 +200,17 @@ def test_cli_counts_the_assembly(tmp_path, capsys):
     assert "Runs across traces" not in capsys.readouterr().out
     assert main(["grade", "--spec", str(spec), "--runs-by", "trace", str(path)]) == 2
     assert "--runs-by applies to OTLP input" in capsys.readouterr().err
+
+
+def test_suggest_reads_the_runs_grade_reads():
+    # luckrate suggest read each trace alone (its own copy of the reading loop): the delivery trace that
+    # ran delete_account named no agent, and the agent's run missed a step.
+    from luckrate.adapters.otlp.readers import read_otlp_runs
+
+    rec = Recorder()
+    linked_run(rec)
+    runs, errors = read_otlp_runs(rec.file(), "f", "otlp")
+    assert [[(s.tool, s.agent) for s in t.steps] for t in runs] == [
+        [("lookup_order", "support_agent"), ("delete_account", "support_agent")]
+    ]
+    assert len(errors) == 1 and "f" in str(errors[0])  # the HTTP trace, named with its file

@@ -9,7 +9,7 @@ unless told otherwise); what grouping did is counted in ``Runs.assembly``."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -66,26 +66,16 @@ def runs_from_request(
     """Like ``trajectories_from_request``, but the traces of one run are graded together (``runs_by``:
     runs.py) and a run with no agent, model or tool span is skipped, its traces listed in ``skipped``;
     when every run is such a run, the first one's error is raised (for several, naming how many)."""
-    if runs_by not in grouping.MODES:
-        raise ValueError(f"runs_by must be one of {', '.join(grouping.MODES)}")
-    logs = logs or {}
-    traces = {spans[0].trace_id: joined(spans, logs.get(spans[0].trace_id, ())) for spans in _traces(req, rule)}
-    assembly = grouping.Assembly()
-    found = grouping.ties(req, assembly) if runs_by != "trace" else grouping.Ties((), ())
-    start = {t: min(r.start_ns for r in spans) for t, spans in traces.items()}
-    groups = grouping.group(list(traces), start, found, runs_by, assembly)
-    order = {t: i for run in groups for i, t in enumerate(run)}
-    parents = grouping.adopted_parents(found, order) if found.links else {}
     runs, skipped, first = Runs(), [], None
-    for run in groups:
-        try:
-            if len(run) == 1:
-                runs.append(trajectory_from_spans(traces[run[0]], rule))
-            else:
-                runs.append(trajectory_from_run([traces[t] for t in run], parents, rule))
-        except NoAgentSpan as e:
-            skipped.extend(t.hex() for t in run)
-            first = first or e
+    assembly = grouping.Assembly()
+    for members, found in _runs(req, rule, runs_by, logs or {}, assembly):
+        if isinstance(found, NoAgentSpan):
+            skipped.extend(t.hex() for t in members)
+            first = first or found
+        elif isinstance(found, InvalidInput):
+            raise found
+        else:
+            runs.append(found)
     if first is not None and not runs:
         if len(skipped) == 1:
             raise first
@@ -93,6 +83,32 @@ def runs_from_request(
     runs.skipped = tuple(skipped)
     runs.assembly = dict(assembly.counts)
     return runs
+
+
+def _runs(
+    req: ExportTraceServiceRequest,
+    rule: OutputRule,
+    runs_by: str,
+    logs: dict[bytes, list[LogEvent]],
+    assembly: grouping.Assembly,
+) -> Iterator[tuple[list[bytes], Trajectory | InvalidInput]]:
+    """Each run of the request (its trace ids, in start order) with its trajectory, or the error reading it."""
+    if runs_by not in grouping.MODES:
+        raise ValueError(f"runs_by must be one of {', '.join(grouping.MODES)}")
+    traces = {spans[0].trace_id: joined(spans, logs.get(spans[0].trace_id, ())) for spans in _traces(req, rule)}
+    found = grouping.ties(req, assembly) if runs_by != "trace" else grouping.Ties((), ())
+    start = {t: min(r.start_ns for r in spans) for t, spans in traces.items()}
+    groups = grouping.group(list(traces), start, found, runs_by, assembly)
+    order = {t: i for run in groups for i, t in enumerate(run)}
+    parents = grouping.adopted_parents(found, order) if found.links else {}
+    for run in groups:
+        try:
+            if len(run) == 1:
+                yield run, trajectory_from_spans(traces[run[0]], rule)
+            else:
+                yield run, trajectory_from_run([traces[t] for t in run], parents, rule)
+        except InvalidInput as e:
+            yield run, e
 
 
 def _traces(req: ExportTraceServiceRequest, rule: OutputRule) -> list[list[SpanRecord]]:
@@ -251,22 +267,22 @@ def log_events(files: Sequence[tuple[bytes, str]], json: bool) -> dict[bytes, li
 def read_otlp_runs(
     data: bytes, source: str, fmt: str, rule: OutputRule = OutputRule(), logs: dict[bytes, list[LogEvent]] | None = None
 ) -> tuple[list[Trajectory], list[InvalidInput]]:
-    """``read_otlp`` (fmt ``otlp``) or ``read_otlp_json`` (``otlp-json``), except that a trace that makes
-    no run (no agent, model or tool span: an HTTP request traced beside the agents) is returned as its
+    """``read_otlp`` (fmt ``otlp``) or ``read_otlp_json`` (``otlp-json``), except that a run that cannot be
+    read (no agent, model or tool span: an HTTP request traced beside the agents) is returned as its
     error beside the runs instead of failing the file: what ``luckrate suggest`` reads from a day of
-    mixed traffic. A file that does not decode, or spans that cannot be kept, still raise; a logs file
-    holds no runs of its own. ``logs``: log events by trace id (``log_events``), joined to their traces."""
+    mixed traffic. The traces of one run are grouped as ``luckrate grade`` groups them (by span links). A
+    file that does not decode, or spans that cannot be kept, still raise; a logs file holds no runs of its
+    own. ``logs``: log events by trace id (``log_events``), joined to their traces."""
     req = _decode(data, source, fmt == "otlp-json", logs_only=False)
     if isinstance(req, ExportLogsServiceRequest):
         return [], []
+    runs, errors = [], []
     try:
-        traces = _traces(req, rule)
+        for _members, found in _runs(req, rule, grouping.DEFAULT_MODE, logs or {}, grouping.Assembly()):
+            if isinstance(found, InvalidInput):
+                errors.append(found.at(source))
+            else:
+                runs.append(found)
     except InvalidInput as e:
         raise e.at(source) from None
-    runs, errors = [], []
-    for spans in traces:
-        try:
-            runs.append(trajectory_from_spans(joined(spans, (logs or {}).get(spans[0].trace_id, ())), rule))
-        except InvalidInput as e:
-            errors.append(e.at(source))
     return runs, errors
