@@ -485,3 +485,30 @@ def _value(text):
         return json.loads(text)
     except (TypeError, ValueError):
         return text
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "nocontent"])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_llama_index_workflow_of_three_agents_same_verdict(scenario, content):
+    # An AgentWorkflow of three agents passing the request on twice (triage_agent -> support_agent, which
+    # looks the order up -> billing_agent, which runs the rest): every step in order, each hand-off a call
+    # of LlamaIndex's handoff tool; the single agent's verdicts, taint caught across agents (the page
+    # fetched by one, the email sent by another), and warnings about the hand-off tool only.
+    traj = otlp_capture("llama-index", "team")(scenario, content=content)
+    first, *rest = scenario.calls
+    assert [s.tool for s in traj.steps] == ["handoff", first.tool, "handoff", *(c.tool for c in rest)]
+    if content:
+        assert traj.input == scenario.user
+        assert [s.args for s in traj.steps] == [
+            {"to_agent": "support_agent", "reason": "an order request"},
+            first.args,
+            {"to_agent": "billing_agent", "reason": "the order is looked up"},
+            *(c.args for c in rest),
+        ]
+    g = grade(traj, SPEC)
+    found = {(v.check, v.tool) for v in g.violations}
+    assert {p for p in found if p[1] != "handoff"} == {p for p in scenario.expected if content or p[0] != "taint"}
+    handoff = {v.check for v in g.violations if v.tool == "handoff"}
+    assert handoff == ({"unknown_tool", "ungrounded"} if content else {"unknown_tool"})
+    assert all(v.severity.value == "warn" for v in g.violations if v.tool == "handoff")
+    assert any(s.startswith("taint (") for s in g.skipped) is (not content)
