@@ -194,9 +194,10 @@ TOOL_CLASS_NAMES = {"langchainjs+traceloop-node": otlp_capture("langchainjs-trac
 ``execute_tool DynamicStructuredTool``): the tool's name comes from the ToolMessage it returned or the
 model's request, both content; with content off the steps keep the class name."""
 
-CONTENT_ON_ONLY = {"mastra": otlp_capture("mastra")}
-"""Captured with content on only: Mastra's exporter (the run's input and answer on its agent_run span, the
-model's calls on its model_step spans; no gen_ai.input.messages anywhere)."""
+FRAMEWORK_ROOT = {"mastra": otlp_capture("mastra")}
+"""Sources whose traces start at the framework's own agent span, so no ``luckrate.output_ok`` is set: Mastra's
+exporter (the run's input and answer on its agent_run span, the model's calls on its model_step spans; no
+gen_ai.input.messages anywhere), content on and off (``hideInput`` / ``hideOutput``)."""
 
 TASK_SOURCES = {"crewai+openinference": otlp_capture("crewai-openinference")}
 """CrewAI under OpenInference: no span records the user's words; the task's description (in the task span's
@@ -214,7 +215,7 @@ SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     **LOGS_SOURCES,
     **TOOL_CLASS_NAMES,
     **TASK_SOURCES,
-    **CONTENT_ON_ONLY,
+    **FRAMEWORK_ROOT,
 }
 
 
@@ -464,10 +465,10 @@ def test_task_sources_name_the_agent_and_the_request(source, scenario, content):
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
-@pytest.mark.parametrize("source", CONTENT_ON_ONLY)
-def test_content_on_sources_name_agent_input_calls_and_turns(source, scenario):
+@pytest.mark.parametrize("source", FRAMEWORK_ROOT)
+def test_framework_root_sources_name_agent_input_calls_and_turns(source, scenario):
     # Mastra's runs had no user input (taint and ungrounded skipped) and the first call had no model turn.
-    traj = CONTENT_ON_ONLY[source](scenario)
+    traj = FRAMEWORK_ROOT[source](scenario)
     assert (traj.agent, traj.input, traj.content) == ("support_agent", scenario.user, True)
     # Mastra re-serialises a result that is JSON text (compact separators): compared as values.
     assert [(s.tool, s.args, _value(s.result), s.call_id) for s in traj.steps] == [
@@ -476,6 +477,22 @@ def test_content_on_sources_name_agent_input_calls_and_turns(source, scenario):
         for n, c in enumerate(turn)
     ]
     assert traj.model_turns == tuple(i for i, turn in enumerate(scenario.turns) for _ in turn)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("source", FRAMEWORK_ROOT)
+def test_framework_root_sources_without_content_skip_taint_rather_than_pass_it(source, scenario):
+    # Content off (Mastra's hideInput / hideOutput) hides the requested calls too: each call's model turn
+    # comes from the model_step span it runs in (the first call had none, the others the previous step's).
+    traj = FRAMEWORK_ROOT[source](scenario, content=False)
+    assert (traj.agent, traj.input, traj.content, traj.messages) == ("support_agent", "", False, ())
+    assert [(s.tool, s.args, s.result, s.call_id) for s in traj.steps] == [
+        (c.tool, {}, None, f"call_{i}_{n}") for i, turn in enumerate(scenario.turns) for n, c in enumerate(turn)
+    ]
+    assert traj.model_turns == tuple(i for i, turn in enumerate(scenario.turns) for _ in turn)
+    g = grade(traj, SPEC)
+    assert {(v.check, v.tool) for v in g.violations} == {p for p in scenario.expected if p[0] != "taint"}
+    assert any(s.startswith("taint (") for s in g.skipped)
 
 
 def _value(text):
