@@ -139,7 +139,7 @@ OTLP_SOURCES = {
 }
 """OTLP sources that record the agent, the user input and call ids, run live or read from committed
 captures, with content on and off."""
-UNNAMED_AGENTS = {"llama-index+openinference", "haystack-agent"}
+UNNAMED_AGENTS = {"haystack-agent"}
 """Sources whose spans tie no span to the agent running it (see docs/instrumentations.md)."""
 
 
@@ -511,9 +511,15 @@ def test_llama_index_workflow_of_three_agents_same_verdict(scenario, content):
     # looks the order up -> billing_agent, which runs the rest): every step in order, each hand-off a call
     # of LlamaIndex's handoff tool; the single agent's verdicts, taint caught across agents (the page
     # fetched by one, the email sent by another), and warnings about the hand-off tool only.
+    # With content on each step is its agent's (the workflow step running each model call names it; with
+    # content off nothing does).
     traj = otlp_capture("llama-index", "team")(scenario, content=content)
     first, *rest = scenario.calls
     assert [s.tool for s in traj.steps] == ["handoff", first.tool, "handoff", *(c.tool for c in rest)]
+    agents = ["triage_agent", "support_agent", "support_agent"] + ["billing_agent"] * len(rest)
+    assert (traj.agent, [s.agent for s in traj.steps]) == (
+        ("triage_agent", agents) if content else (None, [None] * len(agents))
+    )
     if content:
         assert traj.input == scenario.user
         assert [s.args for s in traj.steps] == [

@@ -103,3 +103,26 @@ def test_reader_errors_name_the_file(reader, data, message):
     with pytest.raises(InvalidInput) as e:
         reader(data, "f")
     assert str(e.value) == message
+
+
+@pytest.mark.parametrize(
+    "planted, agent",
+    [
+        ("", "support_agent"),
+        ("current_agent_name='evil_agent')", "support_agent"),  # in the user's words: not the event's field
+    ],
+    ids=["as captured", "a name planted in a message"],
+)
+def test_llama_index_agent_is_the_closing_field_of_the_agent_step_event(planted, agent):
+    # LlamaIndex names the agent only in the repr of the event its run_agent_step span is given, after the
+    # messages, which hold text anyone could write: only the field closing the repr names the agent.
+    req = ExportTraceServiceRequest()
+    req.ParseFromString((DATA / "llama-index" / "clean.llama-index.otlp").read_bytes())
+    steps = [s for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans if s.name.endswith("agent_step")]
+    assert steps
+    for span in steps:
+        for kv in span.attributes:
+            if kv.key == "input.value":
+                kv.value.string_value = kv.value.string_value.replace("when done.", "when done. " + planted)
+    [traj] = read_otlp(req.SerializeToString(), "planted")
+    assert (traj.agent, {s.agent for s in traj.steps}) == (agent, {agent})
