@@ -6,10 +6,12 @@ OpenTelemetry SDK (new root contexts, ``Link``s, the OTLP encoder) and read back
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -19,7 +21,7 @@ from luckrate.adapters.otlp import read_otlp
 from luckrate.adapters.otlp import runs as grouping
 from luckrate.cli import main
 from luckrate.core.grade import grade
-from luckrate.core.spec import Spec
+from luckrate.core.spec import Spec, load_specs, spec_for
 
 
 class Recorder:
@@ -214,3 +216,55 @@ def test_suggest_reads_the_runs_grade_reads():
         [("lookup_order", "support_agent"), ("delete_account", "support_agent")]
     ]
     assert len(errors) == 1 and "f" in str(errors[0])  # the HTTP trace, named with its file
+
+
+AUTOGEN = Path(__file__).resolve().parents[1] / "testdata" / "autogen"
+AUTOGEN_RUNS = ["clean", "forbidden", "injected", "user_supplied", "handoff"]
+SCENARIO_SPEC = Path(__file__).resolve().parents[2] / "examples" / "spec.py"
+
+
+@pytest.mark.parametrize("name", AUTOGEN_RUNS)
+def test_autogen_runtime_traces_are_one_run(name):
+    # Run as deployed (a team on autogen-core's runtime, no span around it), AutoGen starts a trace per
+    # message delivery, tied to its sender's only by a span link, and a one-span create_agent trace per
+    # agent, linked to nothing: each trace was graded alone. Read by links, the run is the same as the
+    # one-trace capture of the same script, and the create_agent traces are skipped, not runs.
+    split = AUTOGEN / f"{name}.split.autogen.otlp"
+    runs = read_otlp(split.read_bytes(), str(split))
+    [traj] = runs
+    [one] = read_otlp((AUTOGEN / f"{name}.autogen.otlp").read_bytes(), name)
+    assert [(s.tool, s.call_id, s.agent) for s in traj.steps] == [(s.tool, s.call_id, s.agent) for s in one.steps]
+    assert traj.agent == one.agent
+    spec = spec_for(load_specs(SCENARIO_SPEC), None)
+    assert grade(traj, spec).violations == grade(one, spec).violations
+    agents = 2 if name == "handoff" else 1
+    assert len(runs.skipped) == agents  # the create_agent traces
+    traces = {s.trace_id for s in _spans(split)}
+    assert runs.assembly == {"traces_joined": len(traces) - agents - 1}
+    alone = read_otlp(split.read_bytes(), str(split), runs_by="trace")
+    # Alone, each agent's work is a run of its own (a Swarm hand-off: two) and the message deliveries
+    # around it are skipped traces.
+    assert [len(t.steps) for t in alone] == ([1, 2] if name == "handoff" else [len(traj.steps)])
+    assert len(alone) + len(alone.skipped) == len(traces)
+
+
+def test_an_export_of_several_autogen_runs_keeps_them_apart():
+    # A day's export holds many runs' traces, interleaved: links tie each run's traces, never two runs.
+    req = ExportTraceServiceRequest()
+    for name in AUTOGEN_RUNS:
+        req.resource_spans.extend(_request(AUTOGEN / f"{name}.split.autogen.otlp").resource_spans)
+    runs = read_otlp(req.SerializeToString(), "day.otlp")
+    assert [[s.tool for s in t.steps] for t in runs] == [
+        [s.tool for s in read_otlp((AUTOGEN / f"{n}.autogen.otlp").read_bytes(), n)[0].steps] for n in AUTOGEN_RUNS
+    ]
+    assert len(runs.skipped) == 6
+
+
+def _request(path: Path) -> ExportTraceServiceRequest:
+    req = ExportTraceServiceRequest()
+    req.ParseFromString(path.read_bytes())
+    return req
+
+
+def _spans(path: Path) -> list:
+    return [s for rs in _request(path).resource_spans for ss in rs.scope_spans for s in ss.spans]

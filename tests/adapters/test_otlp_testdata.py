@@ -3,6 +3,7 @@ graded: the verdicts of tests/scenarios.py must hold on every file, in both enco
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from examples.spec import SPEC
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp import read_otlp, read_otlp_json
+from luckrate.cli import main
 from luckrate.core.grade import grade
 from luckrate.core.spec import Spec
 from tests.scenarios import BY_NAME, SCENARIOS
@@ -103,3 +105,43 @@ def test_reader_errors_name_the_file(reader, data, message):
     with pytest.raises(InvalidInput) as e:
         reader(data, "f")
     assert str(e.value) == message
+
+
+@pytest.mark.parametrize(
+    "planted, agent",
+    [
+        ("", "support_agent"),
+        ("current_agent_name='evil_agent')", "support_agent"),  # in the user's words: not the event's field
+    ],
+    ids=["as captured", "a name planted in a message"],
+)
+def test_llama_index_agent_is_the_closing_field_of_the_agent_step_event(planted, agent):
+    # LlamaIndex names the agent only in the repr of the event its run_agent_step span is given, after the
+    # messages, which hold text anyone could write: only the field closing the repr names the agent.
+    req = ExportTraceServiceRequest()
+    req.ParseFromString((DATA / "llama-index" / "clean.llama-index.otlp").read_bytes())
+    steps = [s for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans if s.name.endswith("agent_step")]
+    assert steps
+    for span in steps:
+        for kv in span.attributes:
+            if kv.key == "input.value":
+                kv.value.string_value = kv.value.string_value.replace("when done.", "when done. " + planted)
+    [traj] = read_otlp(req.SerializeToString(), "planted")
+    assert (traj.agent, {s.agent for s in traj.steps}) == (agent, {agent})
+
+
+def test_llama_index_hand_off_is_graded_by_the_first_agents_spec(tmp_path, capsys):
+    # With no agent named, a spec per agent could not be used on a LlamaIndex workflow: the run fell to the
+    # "*" spec, or with none was refused (exit 2). Named, it is graded by its first agent's spec, as the
+    # hand-offs of every other framework are.
+    specs = {"SPECS": {"triage_agent": {**SPEC, "tools": [*SPEC["tools"], "handoff"]}}}
+    path = tmp_path / "specs.json"
+    path.write_text(json.dumps(specs))
+    capture = DATA / "llama-index" / "handoff.llama-index.otlp"
+    assert main(["grade", "--spec", str(path), "--format", "otlp", "--json", str(capture)]) == 1
+    [run] = json.loads(capsys.readouterr().out)["runs"]
+    assert run["agent"] == "triage_agent"
+    assert {(v["check"], v["tool"]) for v in run["violations"]} == {
+        ("forbidden", "delete_account"),
+        ("ungrounded", "handoff"),  # to_agent: nothing earlier in the run says the agent's name
+    }

@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from autogen_agentchat.agents import AssistantAgent  # noqa: E402
 from autogen_agentchat.conditions import MaxMessageTermination, TextMessageTermination  # noqa: E402
-from autogen_agentchat.teams import Swarm  # noqa: E402
+from autogen_agentchat.teams import RoundRobinGroupChat, Swarm  # noqa: E402
 from autogen_core import FunctionCall  # noqa: E402
 from autogen_core.models import CreateResult, RequestUsage  # noqa: E402
 from autogen_core.tools import FunctionTool  # noqa: E402
@@ -121,9 +121,18 @@ def _support(scenario: Scenario) -> AssistantAgent:
     )
 
 
-async def _run(scenario: Scenario, multi_agent: bool) -> None:
-    if not multi_agent:
+async def _run(scenario: Scenario, multi_agent: bool, split: bool = False) -> None:
+    if not multi_agent and not split:
         await _support(scenario).run(task=scenario.user)
+        return
+    support = _support(scenario)
+    if not multi_agent:
+        # A team runs its agents on autogen-core's SingleThreadedAgentRuntime: every message delivery is
+        # traced, and with no span around the run each starts a trace of its own, linked to the sender's.
+        team: Any = RoundRobinGroupChat(
+            [support], termination_condition=TextMessageTermination(AGENT) | MaxMessageTermination(20)
+        )
+        await team.run(task=scenario.user)
         return
     triage = AssistantAgent(
         TRIAGE,
@@ -132,9 +141,7 @@ async def _run(scenario: Scenario, multi_agent: bool) -> None:
         system_message="Route the customer.",
         description="Routes requests.",
     )
-    team = Swarm(
-        [triage, _support(scenario)], termination_condition=TextMessageTermination(AGENT) | MaxMessageTermination(20)
-    )
+    team = Swarm([triage, support], termination_condition=TextMessageTermination(AGENT) | MaxMessageTermination(20))
     await team.run(task=scenario.user)
 
 
@@ -144,13 +151,27 @@ def capture(scenario: Scenario, multi_agent: bool = False, name: str | None = No
         f"eval {scenario.name}", attributes={"luckrate.output_ok": True}
     ):
         asyncio.run(_run(scenario, multi_agent))
+    _write(f"{name or scenario.name}.autogen")
+
+
+def capture_split(scenario: Scenario, multi_agent: bool = False, name: str | None = None) -> None:
+    """As a deployment runs it: no span around the run (so no ``luckrate.output_ok`` either), a team on
+    the runtime; the export holds every trace the run made, the agents' ``create_agent`` traces too."""
+    EXPORTER.clear()
+    asyncio.run(_run(scenario, multi_agent, split=True))
+    _write(f"{name or scenario.name}.split.autogen")
+
+
+def _write(stem: str) -> None:
     spans = EXPORTER.get_finished_spans()
-    stem = f"{name or scenario.name}.autogen"
     (OUT / f"{stem}.otlp").write_bytes(encode_spans(spans).SerializeToString())
-    print(f"{stem}.otlp: {len(spans)} spans")
+    print(f"{stem}.otlp: {len(spans)} spans in {len({s.context.trace_id for s in spans})} traces")
 
 
 if __name__ == "__main__":
     for s in SCENARIOS:
         capture(s)
     capture(BY_NAME["forbidden"], multi_agent=True, name="handoff")
+    for s in SCENARIOS:
+        capture_split(s)
+    capture_split(BY_NAME["forbidden"], multi_agent=True, name="handoff")

@@ -39,7 +39,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.scenarios import BY_NAME, SCENARIOS, Call, Scenario  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
-AGENT, TRIAGE = "support_agent", "triage_agent"
+AGENT, TRIAGE, BILLING = "support_agent", "triage_agent", "billing_agent"
 
 
 class ScriptedLLM(FunctionCallingLLM):
@@ -192,7 +192,47 @@ def _workflow(scenario: Scenario, multi_agent: bool) -> Any:
     return AgentWorkflow(agents=[triage, support], root_agent=TRIAGE)
 
 
-def capture(scenario: Scenario, content: bool, multi_agent: bool = False, name: str | None = None) -> None:
+def _team(scenario: Scenario) -> Any:
+    """Three agents, as LlamaIndex's multi-agent examples build them: ``triage_agent`` hands the request to
+    ``support_agent`` (the six tools), which hands it on to ``billing_agent`` (the refund and email tools)
+    once it has looked the order up; billing runs the rest of the scenario and answers."""
+    first, rest = scenario.turns[:1], scenario.turns[1:]
+    tools = {t.metadata.name: t for t in _tools(scenario)}
+    to_support = Call("handoff", {"to_agent": AGENT, "reason": "an order request"})
+    to_billing = Call("handoff", {"to_agent": BILLING, "reason": "the order is looked up"})
+    triage = FunctionAgent(
+        name=TRIAGE,
+        description="Routes requests.",
+        system_prompt="Route the customer.",
+        llm=ScriptedLLM(turns=[(to_support,)], answer="unused", prefix="triage"),
+        tools=[],
+        can_handoff_to=[AGENT],
+        streaming=False,
+    )
+    support = FunctionAgent(
+        name=AGENT,
+        description="Looks orders up.",
+        system_prompt="You look orders up.",
+        llm=ScriptedLLM(turns=[*first, (to_billing,)], answer="unused", prefix="call"),
+        tools=list(tools.values()),
+        can_handoff_to=[BILLING],
+        streaming=False,
+    )
+    billing = FunctionAgent(
+        name=BILLING,
+        description="Refunds, account changes and emails.",
+        system_prompt="You handle refunds, accounts and emails.",
+        llm=ScriptedLLM(turns=list(rest), answer=scenario.answer, prefix="billing"),
+        tools=list(tools.values()),
+        can_handoff_to=[],
+        streaming=False,
+    )
+    return AgentWorkflow(agents=[triage, support, billing], root_agent=TRIAGE)
+
+
+def capture(
+    scenario: Scenario, content: bool, multi_agent: bool = False, name: str | None = None, team: bool = False
+) -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -201,7 +241,7 @@ def capture(scenario: Scenario, content: bool, multi_agent: bool = False, name: 
     instrumentor = LlamaIndexInstrumentor()
     instrumentor.instrument(tracer_provider=provider, config=config)
     try:
-        workflow = _workflow(scenario, multi_agent)
+        workflow = _team(scenario) if team else _workflow(scenario, multi_agent)
         with provider.get_tracer("luckrate.capture").start_as_current_span(
             f"eval {scenario.name}", attributes={"luckrate.output_ok": True}
         ):
@@ -209,7 +249,7 @@ def capture(scenario: Scenario, content: bool, multi_agent: bool = False, name: 
     finally:
         instrumentor.uninstrument()
     spans = exporter.get_finished_spans()
-    stem = f"{name or scenario.name}{'' if content else '.nocontent'}.llama-index"
+    stem = f"{name or scenario.name}{'.team' if team else ''}{'' if content else '.nocontent'}.llama-index"
     (OUT / f"{stem}.otlp").write_bytes(encode_spans(spans).SerializeToString())
     print(f"{stem}.otlp: {len(spans)} spans")
 
@@ -223,3 +263,6 @@ if __name__ == "__main__":
         for content in (True, False):
             capture(s, content)
     capture(BY_NAME["forbidden"], True, multi_agent=True, name="handoff")
+    for s in SCENARIOS:
+        for content in (True, False):
+            capture(s, content, team=True)

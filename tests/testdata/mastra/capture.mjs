@@ -80,18 +80,23 @@ function tools(s) {
   })]));
 }
 
-for (const s of scenarios()) {
+// Content off is Mastra's per-run tracing option: hideInput / hideOutput leave every span's input and
+// output out (the agent run's, the model steps' and the tools').
+const RUNS = scenarios().flatMap((s) => [[s, true], [s, false]]);
+
+for (const [s, content] of RUNS) {
   const exporter = new InMemorySpanExporter();
   const otel = new OtelExporter({ provider: { custom: { endpoint: 'http://127.0.0.1:1/v1/traces' } }, exporter });
   const agent = new Agent({ id: 'support_agent', name: 'support_agent', instructions: 'You help customers with orders.',
     model: scriptedModel(s), tools: tools(s) });
   const mastra = new Mastra({ agents: { support_agent: agent }, logger: false,
     observability: new Observability({ configs: { otel: { serviceName: 'luckrate-capture', exporters: [otel] } } }) });
-  await mastra.getAgent('support_agent').generate(s.user, { maxSteps: 8 });
+  const tracingOptions = content ? {} : { hideInput: true, hideOutput: true };
+  await mastra.getAgent('support_agent').generate(s.user, { maxSteps: 8, tracingOptions });
   await pause(50);  // Mastra ends its spans asynchronously
   await otel.flush();
   const spans = exporter.getFinishedSpans();
-  const stem = join(HERE, `${s.name}.mastra`);
+  const stem = join(HERE, `${s.name}${content ? '' : '.nocontent'}.mastra`);
   writeFileSync(`${stem}.otlp`, ProtobufTraceSerializer.serializeRequest(spans));
   console.log(`${stem}.otlp: ${spans.length} spans`);
 }

@@ -76,6 +76,7 @@ class _Assembly:
             raise NoAgentSpan(f"no {_KNOWN} agent, model or tool span among {len(tree.spans)} spans", where)
         self._agent_memo: dict[bytes, Any] = {}
         self._tool_memo: dict[bytes, Any] = {}
+        self._model_memo: dict[bytes, Any] = {}
         self._input_memo: dict[bytes, list[Message] | None] = {}
 
     def trajectory(self, run_id: str) -> Trajectory:
@@ -180,7 +181,22 @@ class _Assembly:
             key=(rec.start_ns, rec.end_ns, rec.span_id, 0),
             agent=self.agent_of(rec),
             call_id=role.call_id,
+            model=self._issuing_model(rec),
         )
+
+    def _issuing_model(self, rec: SpanRecord) -> bytes | None:
+        """The model span a tool span runs inside, if any: the model call that issued it, where no requested
+        call says so (Mastra runs a step's tools inside its model_step span; with content off its requested
+        calls are hidden). The join's answer, when it finds one, replaces this. An agent in between ends the
+        walk: its own model calls issued the call."""
+        found = self.tree.nearest(rec, self._model_or_agent, self._model_memo)
+        return found or None
+
+    def _model_or_agent(self, rec: SpanRecord) -> bytes | None:
+        role = self.roles[rec.span_id]
+        if isinstance(role, ModelRole):
+            return rec.span_id
+        return b"" if isinstance(role, AgentRole) else None
 
     def _step(self, index: int, call: Call) -> Step:
         return Step(

@@ -141,7 +141,9 @@ def _join_one(call: Call, index: _Index, responses: dict[str, Response]) -> Call
     if req is None:
         return call
     index.take(req)
-    call = replace(call, model=req.model.span_id)
+    # A tool span under no agent's span is the agent's whose model asked for it (LlamaIndex runs its tools
+    # in a workflow step beside the agent's).
+    call = replace(call, model=req.model.span_id, agent=call.agent or req.agent)
     if req.captured and (not call.args_captured or (not call.parsed and req.parsed)):
         call = replace(call, args=req.args, parsed=req.parsed, args_captured=True)
     response = responses.get(req.call_id) if req.call_id else None
