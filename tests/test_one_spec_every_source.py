@@ -510,7 +510,7 @@ def test_llama_index_workflow_of_three_agents_same_verdict(scenario, content):
     # An AgentWorkflow of three agents passing the request on twice (triage_agent -> support_agent, which
     # looks the order up -> billing_agent, which runs the rest): every step in order, each hand-off a call
     # of LlamaIndex's handoff tool; the single agent's verdicts, taint caught across agents (the page
-    # fetched by one, the email sent by another), and warnings about the hand-off tool only.
+    # fetched by one, the email sent by another), and warnings about the hand-off tool only (its name).
     # With content on each step is its agent's (the workflow step running each model call names it; with
     # content off nothing does).
     traj = otlp_capture("llama-index", "team")(scenario, content=content)
@@ -531,7 +531,9 @@ def test_llama_index_workflow_of_three_agents_same_verdict(scenario, content):
     g = grade(traj, SPEC)
     found = {(v.check, v.tool) for v in g.violations}
     assert {p for p in found if p[1] != "handoff"} == {p for p in scenario.expected if content or p[0] != "taint"}
+    # The hand-off's target names an agent of the run: not ungrounded (the workflow lists its agents to the
+    # model in the handoff tool's description, which no source holds). The tool itself is the spec's to list.
     handoff = {v.check for v in g.violations if v.tool == "handoff"}
-    assert handoff == ({"unknown_tool", "ungrounded"} if content else {"unknown_tool"})
+    assert handoff == {"unknown_tool"}
     assert all(v.severity.value == "warn" for v in g.violations if v.tool == "handoff")
     assert any(s.startswith("taint (") for s in g.skipped) is (not content)

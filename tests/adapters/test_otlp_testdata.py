@@ -141,7 +141,6 @@ def test_llama_index_hand_off_is_graded_by_the_first_agents_spec(tmp_path, capsy
     assert main(["grade", "--spec", str(path), "--format", "otlp", "--json", str(capture)]) == 1
     [run] = json.loads(capsys.readouterr().out)["runs"]
     assert run["agent"] == "triage_agent"
-    assert {(v["check"], v["tool"]) for v in run["violations"]} == {
-        ("forbidden", "delete_account"),
-        ("ungrounded", "handoff"),  # to_agent: nothing earlier in the run says the agent's name
-    }
+    # Not ("ungrounded", "handoff"): its to_agent names an agent of the run, which the workflow lists to the
+    # model in the tool's description (no source in the trace holds it).
+    assert {(v["check"], v["tool"]) for v in run["violations"]} == {("forbidden", "delete_account")}

@@ -531,8 +531,12 @@ class Argument(NamedTuple):
 class Provenance(list[Argument]):
     """The traced arguments of one run (a list of ``Argument``), plus where each was found."""
 
-    def __init__(self, arguments: list[Argument], sources: SourceIndex, user_text: str) -> None:
+    def __init__(
+        self, arguments: list[Argument], sources: SourceIndex, user_text: str, agents: frozenset[str] = frozenset()
+    ) -> None:
         super().__init__(arguments)
+        self.agents = agents
+        """The names of the run's agents (the run's and each step's): known to the system that runs them."""
         self.sources = sources
         """Every source of the run (the user's input, each tool result), indexed by key."""
         self.user_text = user_text
@@ -603,7 +607,8 @@ def trace(
                     found.append(_lookup(index, step, path, text, embedded, deep)._replace(whole=value))
         if step.result is not None:
             index.add(source_name(step.tool), step.result, step.index, step.args)
-    return Provenance(found, index, "\n".join(traj.inputs))
+    agents = frozenset(a for a in (traj.agent, *(step.agent for step in traj.steps)) if a)
+    return Provenance(found, index, "\n".join(traj.inputs), agents)
 
 
 _NONE: list[int] = []

@@ -87,8 +87,10 @@ def is_query(arg: Argument) -> bool:
 
 
 def ungrounded(prov: Provenance, spec: Spec) -> Iterator[Violation]:
+    """An argument no source holds. A value that names one of the run's agents (a hand-off's target: the
+    framework lists them to the model, in no source the trace records) is known, not invented."""
     for arg in prov:
-        if is_ungrounded(arg):
+        if is_ungrounded(arg) and arg.value not in prov.agents:
             yield Violation(
                 "ungrounded",
                 spec.severity("ungrounded"),
