@@ -80,3 +80,12 @@ def test_the_diary_check_finds_what_it_is_for(text, found):
 
 def test_nav_pages_reads_nested_sections():
     assert nav_pages([{"Home": "index.md"}, {"Guide": [{"A": "a.md"}, "b.md"]}]) == ["index.md", "a.md", "b.md"]
+
+
+def test_the_spec_page_names_every_key():
+    from luckrate.core.checks import SPEC_KEYS
+
+    text = (DOCS / "spec.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`([a-z_]+)`", text)) | set(re.findall(r'"([a-z_]+)":', text))
+    assert SPEC_KEYS | {"tools", "severity"} <= named
+    assert {"in", "min", "max", "match", "from"} <= named  # the rules of `args`
