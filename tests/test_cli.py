@@ -224,10 +224,11 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path, command, c
     assert proc.stderr.read() == b""
 
 
-def test_readme_sample_is_what_the_example_command_prints(capsys):
+@pytest.mark.parametrize("page", ["README.md", "docs/quick-start.md"])
+def test_readme_sample_is_what_the_example_command_prints(page, capsys):
     # The README's sample had drifted: the example spec stated one before rule twice (reported twice) and
-    # every run printed a "skipped: confirm" line the sample did not show.
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    # every run printed a "skipped: confirm" line the sample did not show. The quick start shows it too.
+    readme = (ROOT / page).read_text(encoding="utf-8")
     command = "luckrate grade --spec examples/spec.py examples/runs.jsonl"
     assert command in readme
     start = readme.index("```\nrefund-1  case=refund") + len("```\n")

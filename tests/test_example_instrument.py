@@ -1,9 +1,11 @@
-"""The README's instrumentation example (examples/instrument.py), run as written against a real
-``luckrate serve``: its run arrives over the SDK's OTLP exporter and is graded, output passing, path clean.
-A new user had no snippet to follow and guessed."""
+"""The instrumentation example (examples/instrument.py) and the README's "instrument your agent" snippet, each
+run as written against a real ``luckrate serve``: its run arrives over the SDK's OTLP exporter and is graded,
+output passing, path clean. A new user had no snippet to follow and guessed."""
 
+import re
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 from tests.service.harness import Server, total
@@ -20,6 +22,33 @@ def test_the_instrumentation_example_is_graded_as_a_clean_passing_run():
         assert total(s, "luckrate_spans_assembled_total") == 3
 
 
-def test_the_readme_shows_the_example():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "examples/instrument.py" in readme
+def snippet(page: str) -> str:
+    """The ```python block under "Instrument your agent" (README) or "Send a trace" (quick start)."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if "OTLPSpanExporter" in b]
+    assert len(blocks) == 1, f"{page}: expected one instrumentation snippet, found {len(blocks)}"
+    return blocks[0]
+
+
+def test_the_readme_snippet_is_graded_as_a_clean_passing_run(tmp_path):
+    code = snippet("README.md")
+    assert code.count('endpoint="127.0.0.1:4317"') == 1  # the default port, which the test swaps for its own
+    assert len(code.splitlines()) <= 30
+    with Server("--root-grace", "0.2") as server:
+        script = tmp_path / "agent.py"
+        script.write_text(code.replace('endpoint="127.0.0.1:4317"', f'endpoint="{server.grpc}"'), encoding="utf-8")
+        subprocess.run([sys.executable, str(script)], check=True, timeout=60)
+        s = server.wait_metric("luckrate_runs_total", 1, output="pass", path="ok")
+        assert total(s, "luckrate_runs_total") == 1
+        assert total(s, "luckrate_spans_assembled_total") == 3
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.ports['prometheus']}/metrics", timeout=10) as r:
+            exposed = r.read().decode().splitlines()
+    # The line the README quotes is the one /metrics exposes.
+    quoted = re.search(r"`(luckrate_runs_total\{.*?\} 1)`", (ROOT / "README.md").read_text(encoding="utf-8"))
+    assert quoted and quoted.group(1) in exposed
+
+
+def test_the_quick_start_shows_the_readme_snippet_and_both_name_the_example():
+    assert snippet("docs/quick-start.md") == snippet("README.md")
+    for page in ("README.md", "docs/quick-start.md"):
+        assert "examples/instrument.py" in (ROOT / page).read_text(encoding="utf-8")

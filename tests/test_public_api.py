@@ -1,4 +1,5 @@
-"""The public API is ``luckrate.__all__``: every name resolves, and the README's Python imports only from it."""
+"""The public API is ``luckrate.__all__``: every name resolves, and the Python in the README and the docs imports
+only from it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 
 import luckrate
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def python_blocks(text: str) -> list[str]:
@@ -35,13 +37,13 @@ def test_import_luckrate_imports_nothing_else():
     assert done.stdout.strip() == "[]"
 
 
-def test_readme_python_imports_only_the_public_api():
-    blocks = python_blocks(README.read_text())
-    assert blocks, "no ```python block in the README"
+def test_docs_python_imports_only_the_public_api():
+    blocks = [block for page in PAGES for block in python_blocks(page.read_text(encoding="utf-8"))]
+    assert any("from luckrate import" in block for block in blocks), "no ```python block imports luckrate"
     for block in blocks:
         for node in ast.walk(ast.parse(block)):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("luckrate"):
-                assert node.module == "luckrate", f"README imports from {node.module}"
+                assert node.module == "luckrate", f"the docs import from {node.module}"
                 assert {a.name for a in node.names} <= set(luckrate.__all__)
             elif isinstance(node, ast.Import):
                 assert not any(a.name.startswith("luckrate.") for a in node.names)

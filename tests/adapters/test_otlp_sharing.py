@@ -1,5 +1,5 @@
 """Compaction shares attribute keys, span names and vocabulary values between buffered records (it halved
-resident bytes per buffered span, the README's Benchmarks section). Span data is attacker-influenced, so the shared
+resident bytes per buffered span, docs/benchmarks.md). Span data is attacker-influenced, so the shared
 table must stay bounded, and sharing must never change what a record says."""
 
 from __future__ import annotations

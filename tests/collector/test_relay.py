@@ -89,7 +89,7 @@ def test_back_pressure_is_retried_until_every_span_is_graded(tmp_path: Path) -> 
         assert total(s, "luckrate_spans_rejected_total", reason="buffer_full") > 0
         # Nothing lost: every span sent was accepted once, and every trace graded once. Retries reorder
         # batches, so a trace's root can overtake some of its children; children that come more than
-        # root_grace after the root was graded are counted late (README: Production, the collector).
+        # root_grace after the root was graded are counted late (docs/production.md, the collector).
         assert terms["spans_duplicate"] == 0  # only a resend after the exporter's 10 s timeout would make one
         assert terms["spans_assembled"] + terms["spans_late"] == len(spans)
         assert terms["runs"] == len(expected) == terms["traces_completed"]

@@ -1,5 +1,5 @@
-"""One registry of checks (core/checks REGISTRY): the validator, the severity table and the README's check
-table all come from it; and a Spec, once validated, cannot change."""
+"""One registry of checks (core/checks REGISTRY): the validator, the severity table and the check table of
+docs/checks.md all come from it; and a Spec, once validated, cannot change."""
 
 from __future__ import annotations
 
@@ -16,17 +16,17 @@ from luckrate.core.spec import InvalidSpec, Spec
 from luckrate.core.violation import Severity
 from tests.core.helpers import run, step
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CHECKS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "checks.md"
 
 
-def readme_checks() -> dict[str, str]:
-    """``check -> default`` from the README's table under '## Checks'."""
-    section = README.read_text().split("\n## Checks\n", 1)[1].split("\n## ", 1)[0]
+def documented_checks() -> dict[str, str]:
+    """``check -> default`` from the table that opens docs/checks.md."""
+    section = CHECKS_PAGE.read_text().split("\n## ", 1)[0]
     return dict(re.findall(r"^\| `([a-z_]+)` \| (hard|soft|warn) \|", section, flags=re.M))
 
 
-def test_readme_check_table_is_the_registry():
-    assert readme_checks() == {name: sev.value for name, sev in DEFAULT_SEVERITY.items()}
+def test_docs_check_table_is_the_registry():
+    assert documented_checks() == {name: sev.value for name, sev in DEFAULT_SEVERITY.items()}
 
 
 def test_every_part_belongs_to_a_registered_check():

@@ -26,7 +26,7 @@ from tests.service.harness import Server, record_runs, request_of, total, wait_u
 COUNTS = (
     Path(os.environ.get("LUCKRATE_RELIABILITY_COUNTS", "")) if os.environ.get("LUCKRATE_RELIABILITY_COUNTS") else None
 )
-"""When set, tests append ``name count`` lines here: the numbers the README's Reliability section reports."""
+"""When set, tests append ``name count`` lines here: the numbers docs/reliability.md reports."""
 
 
 def report(name: str, count: int | float) -> None:

@@ -273,7 +273,7 @@ def test_a_full_log_refuses_with_the_retryable_code_counts_it_and_recovers(tmp_p
         assert total(s, "luckrate_requests_refused_total", reason="wal_full") == 2
         assert total(s, "luckrate_spans_rejected_total", reason="wal_full") == refused_spans
         assert total(s, "luckrate_wal_bytes") <= 200_000
-        # Logs requests are not written to the log: a full log takes them all the same (README, Reliability).
+        # Logs requests are not written to the log: a full log takes them all the same (docs/reliability.md).
         logs = ExportLogsServiceRequest.FromString(LOGS_CAPTURE.read_bytes())
         records = sum(len(sl.log_records) for rl in logs.resource_logs for sl in rl.scope_logs)
         assert post(server.http + "/v1/logs", logs.SerializeToString(), PROTO)[0] == 200

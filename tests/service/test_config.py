@@ -103,14 +103,14 @@ def test_token_from_file_or_environment(tmp_path):
 
 
 def test_docs_list_every_flag_and_key():
-    """The README's serve options table names every flag and every TOML key."""
+    """The serve options table (docs/serve.md) names every flag and every TOML key."""
     import re
     from pathlib import Path
 
     from luckrate.service.app import _FLAGS
     from luckrate.service.config import KEYS
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "serve.md").read_text(encoding="utf-8")
     flags = set(re.findall(r"`(--[a-z-]+)", text))
     keys = set(re.findall(r"`([a-z_]+)`", text))
     assert {f for f, *_ in _FLAGS} <= flags
