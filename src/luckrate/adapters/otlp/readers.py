@@ -76,7 +76,8 @@ def runs_from_request(
     groups = grouping.group(list(traces), start, found, runs_by, assembly)
     order = {t: i for run in groups for i, t in enumerate(run)}
     parents = grouping.adopted_parents(found, order) if found.links else {}
-    runs, skipped, first = Runs(), [], None
+    skipped: list[str] = []
+    runs, first = Runs(), None
     for run in groups:
         try:
             if len(run) == 1:
@@ -144,7 +145,9 @@ def read_otlp_files(
         _add_events(_decode(data, source, json, logs_only=True), source, events)
     if not traces:
         raise InvalidInput("only log records: give the trace files they belong to", files[0][1] if files else "")
-    out, skipped, assembly = Runs(), [], Counter()
+    skipped: list[str] = []
+    assembly: Counter[str] = Counter()
+    out = Runs()
     skipped_in: dict[str, int] = {}
     held: set[bytes] = set()
     for req, source in traces:

@@ -8,6 +8,7 @@ decoded requests.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from operator import itemgetter
@@ -29,11 +30,10 @@ Layout = dict[str, int]
 
 def _item(index: int) -> Any:
     """A C-level accessor for one item of a tuple subclass (what ``namedtuple`` uses), else a property."""
-    try:
-        from collections import _tuplegetter  # CPython
-    except ImportError:  # pragma: no cover
+    getter = getattr(collections, "_tuplegetter", None)  # CPython's, private (typeshed does not declare it)
+    if getter is None:  # pragma: no cover
         return property(itemgetter(index))
-    return _tuplegetter(index, None)
+    return getter(index, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +157,9 @@ class _Unfrozen:
     __slots__ = tuple(f.name for f in fields(SpanRecord))
 
 
-_NEW = object.__new__
+_NEW: Callable[[type], Any] = object.__new__
+"""Typed to return Any: what it makes is an ``_Unfrozen`` that becomes a ``SpanRecord`` by ``__class__``
+assignment, which mypy cannot follow (tests/adapters/test_otlp_record_forms.py checks the forms instead)."""
 
 
 def new_record(
