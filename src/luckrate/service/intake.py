@@ -97,7 +97,7 @@ class Intake:
 
     def __init__(
         self,
-        submit: Callable[[list[SpanRecord]], None],
+        submit: Callable[[Any], None],
         budget: SpanBudget,
         count: Callable[..., None],
         *,
@@ -181,7 +181,7 @@ class Intake:
         with self._lock:
             # Under the lock so that close() is a clean cut: nothing is logged or submitted after it.
             if self._accepting:
-                if logged is not None:
+                if logged is not None and self._wal is not None:  # logged only when there is a log
                     try:
                         self._wal.append(TRACES, *logged)
                     except LogRefused as e:
