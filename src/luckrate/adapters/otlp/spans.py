@@ -106,6 +106,12 @@ class SpanRecord:
         return self.span_id.hex()
 
 
+RECORD_FIELDS = tuple(f.name for f in fields(SpanRecord))
+"""``SpanRecord``'s fields in order, the one declaration the fast forms below follow: ``_Unfrozen``'s
+slots are made from it; ``new_record``, ``unpacked``, ``PackedSpan`` and compaction's ``_record`` are
+written out positionally for speed and checked against it (tests/adapters/test_otlp_record_forms.py)."""
+
+
 class LayoutMemo:
     """``compute(layout)``, worked out once per shared layout rather than once per span: every record with
     the same attribute keys holds the same layout dict (``shared_layout``), so a fact about the keys alone
@@ -154,7 +160,7 @@ class _Unfrozen:
     with plain attribute stores and relabels it a ``SpanRecord`` (CPython allows ``__class__`` assignment
     between classes of the same slots)."""
 
-    __slots__ = tuple(f.name for f in fields(SpanRecord))
+    __slots__ = RECORD_FIELDS
 
 
 _NEW: Callable[[type], Any] = object.__new__
@@ -209,9 +215,9 @@ class PackedSpan(tuple):
     reading fields from a tuple on every access instead cost the adapter more than building the records."""
 
     __slots__ = ()
-    trace_id: bytes = _item(0)
-    span_id: bytes = _item(1)
-    parent_id: bytes = _item(2)
+    trace_id: bytes = _item(RECORD_FIELDS.index("trace_id"))  # the ids sit where the record has them
+    span_id: bytes = _item(RECORD_FIELDS.index("span_id"))
+    parent_id: bytes = _item(RECORD_FIELDS.index("parent_id"))
 
 
 def unpacked(spans: Iterable[Any]) -> tuple[SpanRecord, ...]:
