@@ -113,6 +113,16 @@ def test_every_form_follows_the_records_fields():
     assert form_problems() == []
 
 
+def test_the_hot_path_record_is_the_frozen_record():
+    """Compaction builds records through ``new_record`` (a frozen dataclass's __init__ is several times
+    slower); the result must be the record SpanRecord(...) makes, and as frozen."""
+    want = _every_field_set()
+    fast = new_record(*want.values())
+    assert fast == SpanRecord(**want) and type(fast) is SpanRecord
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.name = "other"
+
+
 def test_compaction_sets_every_field_and_packs_what_it_builds():
     req = request_from_json(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [_SPAN]}]}]}))
     (record,), _ = records_from_request(req)
