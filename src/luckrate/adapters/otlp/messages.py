@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from luckrate.adapters.otlp.payloads import Requested, captured, load_text
-from luckrate.adapters.otlp.spans import LayoutMemo, SpanRecord
+from luckrate.adapters.otlp.spans import Layout, SpanRecord, layout_fact
 from luckrate.core.frozen import fast_init
 
 MAX_MESSAGES = 1000
@@ -270,11 +270,13 @@ def _blocks_message(role: str, content: list[Any]) -> Message:
 
 
 _FLAT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.")
-_flat_prefixes = LayoutMemo(
-    lambda layout: frozenset(p for p in _FLAT_PREFIXES if any(key.startswith(p) for key in layout))
-)
-"""The flattened message lists a layout holds keys of: most spans hold none, and skip two walks over
-their attributes."""
+
+
+@layout_fact
+def _flat_prefixes(layout: Layout) -> frozenset[str]:
+    """The flattened message lists a layout holds keys of: most spans hold none, and skip two walks over
+    their attributes."""
+    return frozenset(p for p in _FLAT_PREFIXES if any(key.startswith(p) for key in layout))
 
 
 def unflatten(attributes: Iterable[tuple[str, Any]], prefix: str) -> list[Any]:

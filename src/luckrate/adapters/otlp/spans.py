@@ -1,9 +1,10 @@
 """Span records: the part of an OTLP span the adapters read, as buffered per trace until it completes.
 
 ``SpanRecord`` is what the adapters read; ``PackedSpan`` is how a buffer holds one (``unpacked`` turns
-them back into records). Records with the same attribute keys share one layout dict, so a fact about the
-keys alone is worked out once per layout (``LayoutMemo``). Compaction (compaction.py) builds them from
-decoded requests.
+them back into records). Records with the same attribute keys share one layout (``SharedLayout``, from
+the table of the compaction ``Interning`` that made them), so a fact about the keys alone is worked out
+once per layout and kept in it (``layout_fact``). Compaction (compaction.py) builds them from decoded
+requests.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import collections
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from operator import itemgetter
-from typing import Any
+from typing import Any, TypeVar
 
 DEFAULT_OUTPUT_ATTRIBUTE = "luckrate.output_ok"
 
@@ -22,6 +23,8 @@ LAYOUTS_MAX = 4096
 memory beyond the bound, and never sharing for good."""
 LAYOUT_KEYS = 32
 """Layouts of more keys are not shared (flattened message lists differ per span anyway)."""
+
+T = TypeVar("T")
 
 Attributes = tuple[tuple[str, Any], ...]
 Layout = dict[str, int]
@@ -112,30 +115,44 @@ slots are made from it; ``new_record``, ``unpacked``, ``PackedSpan`` and compact
 written out positionally for speed and checked against it (tests/adapters/test_otlp_record_forms.py)."""
 
 
-class LayoutMemo:
-    """``compute(layout)``, worked out once per shared layout rather than once per span: every record with
-    the same attribute keys holds the same layout dict (``shared_layout``), so a fact about the keys alone
-    (which conventions may read the span, whether it holds flattened messages) is a dict probe. Bounded
-    like the layouts table; a layout too large to be shared is computed each time."""
+class SharedLayout(dict[str, int]):
+    """A layout as its owner's table shares it (``shared_layout``: one for every record with these keys, in
+    this order), holding the facts worked out about its keys (``layout_fact``). They live and go with the
+    layout, and so with the table of the ``Interning`` that made it: no module holds them."""
 
-    def __init__(self, compute: Callable[[Layout], Any]):
-        self._compute = compute
-        self._held: dict[int, tuple[Layout, Any]] = {}
+    __slots__ = ("facts",)
 
-    def __call__(self, layout: Layout) -> Any:
-        held = self._held.get(id(layout))
-        if held is not None and held[0] is layout:  # the id of a layout since freed may be reused
-            return held[1]
-        value = self._compute(layout)
-        if len(layout) <= LAYOUT_KEYS:
-            if len(self._held) >= LAYOUTS_MAX:
-                self._held.clear()
-            self._held[id(layout)] = (layout, value)
-        return value
+    def __init__(self, layout: Layout):
+        super().__init__(layout)
+        self.facts: dict[Callable[[Layout], Any], Any] = {}
+        """``compute`` -> ``compute(self)``."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (SharedLayout, (dict(self),))  # the facts are worked out again where it is unpickled
+
+
+def layout_fact(compute: Callable[[Layout], T]) -> Callable[[Layout], T]:
+    """``compute(layout)``, worked out once per shared layout and kept in it rather than once per span: a
+    fact about the keys alone (which conventions may read the span, whether it holds flattened messages)
+    is then a dict probe. ``compute`` must depend on the layout's keys only. A layout not shared (more
+    than ``LAYOUT_KEYS`` keys, or one ``SpanRecord.build`` made) is computed each time."""
+
+    def fact(layout: Layout) -> T:
+        if type(layout) is SharedLayout:
+            facts = layout.facts
+            found = facts.get(compute, facts)  # the dict itself stands for "not worked out yet"
+            if found is facts:
+                found = facts[compute] = compute(layout)
+            return found
+        return compute(layout)
+
+    fact.__doc__ = compute.__doc__
+    return fact
 
 
 def shared_layout(layout: Layout, layouts: dict[tuple[str, ...], Layout]) -> Layout:
-    """The shared copy in ``layouts`` (its owner's table) of a layout with these keys in this order."""
+    """The shared copy in ``layouts`` (its owner's table) of a layout with these keys in this order: a
+    ``SharedLayout``, made from the first layout of these keys seen."""
     if len(layout) > LAYOUT_KEYS:
         return layout
     keys = tuple(layout)
@@ -144,8 +161,8 @@ def shared_layout(layout: Layout, layouts: dict[tuple[str, ...], Layout]) -> Lay
         return found
     if len(layouts) >= LAYOUTS_MAX:
         layouts.clear()
-    layouts[keys] = layout
-    return layout
+    shared = layouts[keys] = SharedLayout(layout)
+    return shared
 
 
 def _lookup(attributes: Attributes, key: str, default: Any) -> Any:
