@@ -13,8 +13,8 @@ import signal
 import sys
 import threading
 import time
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 from luckrate.core.spec import InvalidSpec, load_specs
 from luckrate.service.assembler import Assembler, AssemblerLoop, Limits, SpanBudget

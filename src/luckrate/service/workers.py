@@ -23,9 +23,9 @@ import logging
 import multiprocessing
 import queue
 import threading
-from queue import SimpleQueue
 import time
 from dataclasses import dataclass, field
+from queue import SimpleQueue
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
