@@ -10,6 +10,8 @@ replay these through the real framework; the adapters must then yield the same v
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +57,65 @@ class Scenario:
     @property
     def calls(self) -> list[Call]:
         return [c for turn in self.turns for c in turn]
+
+
+class ScriptedTools:
+    """The scenario's tools as every capture script and live runner fakes them: each call of a tool gets
+    the next scripted call of that tool (in the scenario's order): its result, or a ``RuntimeError`` with
+    its error."""
+
+    def __init__(self, scenario: Scenario):
+        self.pending: dict[str, list[Call]] = {}
+        for call in scenario.calls:
+            self.pending.setdefault(call.tool, []).append(call)
+
+    def answer(self, tool: str) -> str:
+        call = self.pending[tool].pop(0)
+        if call.error is not None:
+            raise RuntimeError(call.error)
+        return call.result or ""
+
+    def functions(self, coroutines: bool = False) -> list[Callable[..., Any]]:
+        """``TOOLS`` as plain functions (``coroutines``: async ones) answering with ``answer``: typed
+        parameters and a one-line docstring, which is what frameworks build a tool's schema from."""
+        answer = self.answer
+
+        def lookup_order(order_id: str) -> str:
+            """Look up an order."""
+            return answer("lookup_order")
+
+        def issue_refund(order_id: str, amount: float) -> str:
+            """Refund an order."""
+            return answer("issue_refund")
+
+        def fetch_webpage(url: str) -> str:
+            """Fetch a web page."""
+            return answer("fetch_webpage")
+
+        def send_email(to: str, body: str) -> str:
+            """Send an email."""
+            return answer("send_email")
+
+        def delete_account(user_id: str) -> str:
+            """Delete a user's account."""
+            return answer("delete_account")
+
+        def escalate_to_human(reason: str) -> str:
+            """Hand the conversation to a person."""
+            return answer("escalate_to_human")
+
+        fns = [lookup_order, issue_refund, fetch_webpage, send_email, delete_account, escalate_to_human]
+        return [_coroutine(f) for f in fns] if coroutines else fns
+
+
+def _coroutine(fn: Callable[..., str]) -> Callable[..., Any]:
+    """``fn`` as an ``async def`` of the same name, signature and docstring."""
+
+    @functools.wraps(fn)
+    async def run(*args: Any, **kwargs: Any) -> str:
+        return fn(*args, **kwargs)
+
+    return run
 
 
 SCENARIOS = (

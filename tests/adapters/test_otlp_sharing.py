@@ -86,3 +86,28 @@ def test_a_repeated_key_keeps_its_first_value():
     )
     assert rec.get("gen_ai.tool.name") == "a"
     assert rec.attributes == (("gen_ai.tool.name", "a"), ("gen_ai.tool.call.id", "1"))
+
+
+def test_a_fact_about_a_layout_is_worked_out_once_and_kept_in_the_layout():
+    """Facts about a layout's keys (which conventions may read a span) live in the shared layout, so they
+    go with the compaction tables that made it: no module-level cache holds layouts or their facts."""
+    import pickle
+
+    seen = []
+
+    def keys(layout):
+        seen.append(tuple(layout))
+        return frozenset(layout)
+
+    fact = spans_module.layout_fact(keys)
+    tables = interning()
+    records, _ = records_from_request(_request(6, lambda i: [("gen_ai.tool.name", "lookup")]), tables=tables)
+    layouts = {id(r.layout) for r in records}
+    assert len(layouts) == 1 and type(records[0].layout) is spans_module.SharedLayout
+    assert [fact(r.layout) for r in records] == [frozenset({"gen_ai.tool.name"})] * 6
+    assert seen == [("gen_ai.tool.name",)]  # once for the six records
+    assert records[0].layout.facts == {keys: frozenset({"gen_ai.tool.name"})}
+    plain = {"gen_ai.tool.name": 0}  # a layout no table shares: worked out each time, kept nowhere
+    assert fact(plain) == fact(plain) == frozenset({"gen_ai.tool.name"}) and len(seen) == 3
+    back = pickle.loads(pickle.dumps(records[0].layout))
+    assert back == records[0].layout and type(back) is spans_module.SharedLayout and back.facts == {}

@@ -212,34 +212,6 @@ def test_every_key_the_convention_readers_ask_for_is_kept():
     assert sorted(k for k in asked if tables.key_rule(k)[0] is None) == []
 
 
-def test_the_hot_path_constructor_builds_the_same_frozen_record():
-    """Compaction builds records with the slots' setters (a frozen dataclass's __init__ is several times
-    slower); the result must be the record SpanRecord(...) makes, and as frozen."""
-    import dataclasses
-
-    from luckrate.adapters.otlp.spans import SpanRecord, new_record
-
-    values = dict(
-        trace_id=b"\x01" * 16,
-        span_id=b"\x02" * 8,
-        parent_id=b"\x03" * 8,
-        name="execute_tool t",
-        kind=1,
-        start_ns=5,
-        end_ns=9,
-        status_code=2,
-        status_message="boom",
-        layout={"k": 0},
-        values=("v",),
-        events=(),
-    )
-    fast = new_record(*values.values())
-    assert fast == SpanRecord(**values)
-    assert {f.name: getattr(fast, f.name) for f in dataclasses.fields(SpanRecord)} == values
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        fast.name = "other"
-
-
 def _packed_request() -> ExportTraceServiceRequest:
     """Spans whose kind and status take either packed form, with times at both ends of their range."""
     big = 2**64 - 1

@@ -41,7 +41,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.scenarios import Ask, Call, Scenario
+from tests.scenarios import Ask, Call, Scenario, ScriptedTools
 
 OUTPUT_OK_KEY = "luckrate.output_ok"
 AGENT = "support_agent"
@@ -131,22 +131,7 @@ def _assistant_message(output: list[Any]) -> dict[str, Any]:
     return {"role": "assistant", "content": text or None, "tool_calls": calls or None}
 
 
-class _ToolScript:
-    """Answers each tool call with the scenario's scripted result, in order per tool."""
-
-    def __init__(self, scenario: Scenario):
-        self.pending: dict[str, list[Call]] = {}
-        for call in scenario.calls:
-            self.pending.setdefault(call.tool, []).append(call)
-
-    def answer(self, tool: str) -> str:
-        call = self.pending[tool].pop(0)
-        if call.error is not None:
-            raise RuntimeError(call.error)
-        return call.result or ""
-
-
-def _tools(script: _ToolScript) -> list[Any]:
+def _tools(script: ScriptedTools) -> list[Any]:
     @function_tool
     def lookup_order(order_id: str) -> str:
         """Look up an order."""
@@ -189,7 +174,7 @@ def _agents(scenario: Scenario, multi_agent: bool) -> Agent:
     support = Agent(
         name=AGENT,
         instructions="You help customers with orders.",
-        tools=_tools(_ToolScript(scenario)),
+        tools=_tools(ScriptedTools(scenario)),
         model=ScriptedChatModel(scenario.turns, scenario.answer),
         model_settings=ModelSettings(parallel_tool_calls=True),
     )

@@ -32,7 +32,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
-from tests.scenarios import Ask, Call, Scenario
+from tests.scenarios import Ask, Call, Scenario, ScriptedTools
 
 OUTPUT_OK_KEY = "luckrate.output_ok"
 AGENT = "support_agent"
@@ -72,24 +72,8 @@ def _script(turns: tuple, answer: str):
     return respond
 
 
-class _Tools:
-    """Answers each tool call with the scenario's scripted result, in order per tool."""
-
-    def __init__(self, scenario: Scenario):
-        self.pending: dict[str, list[Call]] = {}
-        for turn in scenario.turns:
-            for call in turn:
-                self.pending.setdefault(call.tool, []).append(call)
-
-    def answer(self, tool: str) -> str:
-        call = self.pending[tool].pop(0)
-        if call.error is not None:
-            raise RuntimeError(call.error)
-        return call.result or ""
-
-
 def _support(scenario: Scenario, settings: InstrumentationSettings) -> Agent:
-    script = _Tools(scenario)
+    script = ScriptedTools(scenario)
     agent = Agent(
         FunctionModel(_script(scenario.turns, scenario.answer), model_name="scripted-chat"),
         name=AGENT,

@@ -36,7 +36,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from smolagents import Tool, ToolCallingAgent
 from smolagents.models import OpenAIModel
 
-from tests.scenarios import Ask, Call, Scenario
+from tests.scenarios import Ask, Call, Scenario, ScriptedTools
 
 OUTPUT_OK_KEY = "luckrate.output_ok"
 AGENT, TRIAGE = "support_agent", "triage_agent"
@@ -124,10 +124,7 @@ def serving() -> Iterator[ScriptedServer]:
 
 
 def _tools(scenario: Scenario) -> list[Tool]:
-    pending: dict[str, list[Call]] = {}
-    for turn in scenario.turns:
-        for call in turn:
-            pending.setdefault(call.tool, []).append(call)
+    answer = ScriptedTools(scenario).answer
 
     def make(tool_name: str, params: dict[str, str]) -> Tool:
         class ScriptTool(Tool):
@@ -137,10 +134,7 @@ def _tools(scenario: Scenario) -> list[Tool]:
             output_type = "string"
 
             def forward(self, **kwargs: Any) -> str:
-                call = pending[tool_name].pop(0)
-                if call.error is not None:
-                    raise RuntimeError(call.error)
-                return call.result or ""
+                return answer(tool_name)
 
         # smolagents checks forward's parameters against ``inputs``
         ScriptTool.forward.__signature__ = inspect.Signature(

@@ -92,7 +92,7 @@ def trajectory_from_events(
     calls = _pair(parsed)
     steps = [_step(start, end) for start, end in calls]
     turns = _model_turns(calls, _run_order(parsed)) if parsed else ()
-    tasks = list(dict.fromkeys(e.task for start, end in calls if (e := start or end).task))
+    tasks = list(dict.fromkeys(e.task for start, end in calls if (e := _first(start, end)).task))
     roles = {s.agent for s in steps}
     return Trajectory(
         id=id,
@@ -234,19 +234,20 @@ def _pair(events: list[_Event]) -> list[tuple[_Event | None, _Event | None]]:
     Events are first put in run order, so an end listed before its start still finds it."""
     rank = _run_order(events)
     ordered = sorted(events, key=lambda e: rank[e.position])
-    calls: list[list[_Event | None]] = [[e, None] for e in ordered if e.type == STARTED]
-    by_id = {start.event_id: k for k, (start, _) in enumerate(calls) if start.event_id is not None}
+    starts = [e for e in ordered if e.type == STARTED]
+    calls: list[list[_Event | None]] = [[e, None] for e in starts]
+    by_id = {start.event_id: k for k, start in enumerate(starts) if start.event_id is not None}
     for end in (e for e in ordered if e.type != STARTED):
         k = by_id.get(end.started_event_id) if end.started_event_id is not None else _open_start(end, calls, rank)
         if k is None:
             calls.append([None, end])
         elif calls[k][1] is not None:
             raise InvalidInput(
-                f"events[{end.position}]: second end for the call started at events[{calls[k][0].position}]"
+                f"events[{end.position}]: second end for the call started at events[{starts[k].position}]"
             )
         else:
             calls[k][1] = end
-    calls.sort(key=lambda call: rank[(call[0] or call[1]).position])
+    calls.sort(key=lambda call: rank[_first(call[0], call[1]).position])
     return [(start, end) for start, end in calls]
 
 
@@ -255,6 +256,7 @@ def _open_start(end: _Event, calls: list[list[_Event | None]], rank: dict[int, i
     for k, (start, other) in enumerate(calls):
         if (
             other is None
+            and start is not None  # a lone end's entry has no start, and is never open
             and rank[start.position] < rank[end.position]
             and (start.tool, start.args, start.role) == (end.tool, end.args, end.role)
         ):
@@ -265,18 +267,26 @@ def _open_start(end: _Event, calls: list[list[_Event | None]], rank: dict[int, i
 def _run_order(events: list[_Event]) -> dict[int, int]:
     """Rank of each event (by position) under one key chosen for the whole run (see the module
     docstring); ties keep input order."""
+    keys: dict[int, float]
     if all(e.sequence is not None for e in events):
-        keys = {e.position: e.sequence for e in events}
+        keys = {e.position: e.sequence for e in events if e.sequence is not None}  # the filter keeps them all
     elif all(e.time is not None for e in events):
-        keys = {e.position: e.time for e in events}
+        keys = {e.position: e.time for e in events if e.time is not None}
     else:
         keys = {e.position: e.position for e in events}
     order = sorted(keys, key=lambda p: (keys[p], p))
     return {p: r for r, p in enumerate(order)}
 
 
-def _step(start: _Event | None, end: _Event | None) -> Step:
+def _first(start: _Event | None, end: _Event | None) -> _Event:
+    """The event that names a call: its start, else its end (``_pair`` makes no call without either)."""
     first = start or end
+    assert first is not None, "a call with neither a start nor an end"
+    return first
+
+
+def _step(start: _Event | None, end: _Event | None) -> Step:
+    first = _first(start, end)
     return Step(
         index=0,
         tool=first.tool,

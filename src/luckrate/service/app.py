@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from luckrate.core.spec import InvalidSpec, load_specs
 from luckrate.service.assembler import Assembler, AssemblerLoop, Limits, SpanBudget
@@ -208,6 +209,8 @@ def build(cfg: ServiceConfig, specs) -> Service:
     events = None
     n = worker_count(cfg)
     wal = open_wal(cfg, telemetry.add, owners=n) if cfg.wal_dir else None
+    budget: SpanBudget
+    grading: WorkerPool | InProcess
     if n > 1:
         check_verdict_events(cfg)  # each grading process exports its own log events; fail here, not there
         budget = PoolBudget(cfg.max_buffered_spans, max_backlog=4 * cfg.max_request_bytes)
@@ -267,8 +270,10 @@ def build(cfg: ServiceConfig, specs) -> Service:
             submit_logs=loop.submit_logs,
             runs_by=cfg.runs_by,
         )
-    common = dict(max_request_bytes=cfg.max_request_bytes, retry_after=cfg.retry_after, token=cfg.bearer_token)
-    receivers = []
+    common: dict[str, Any] = dict(
+        max_request_bytes=cfg.max_request_bytes, retry_after=cfg.retry_after, token=cfg.bearer_token
+    )
+    receivers: list[GrpcReceiver | HttpReceiver] = []
     if cfg.grpc is not None:
         receivers.append(GrpcReceiver(cfg.grpc, intake, credentials=grpc_credentials(cfg), **common))
     if cfg.http is not None:
@@ -283,7 +288,7 @@ def build(cfg: ServiceConfig, specs) -> Service:
                 **common,
             )
         )
-    metrics = MetricsServer(cfg.prometheus, prom) if prom is not None else None
+    metrics = MetricsServer(cfg.prometheus, prom) if prom is not None and cfg.prometheus is not None else None
     return Service(cfg, telemetry, budget, grading, intake, receivers, metrics, events, wal)
 
 
@@ -310,6 +315,7 @@ def open_wal(cfg: ServiceConfig, count, owners: int) -> WriteAheadLog:
     """The write-ahead log, its directory checked and locked; InvalidConfig (exit 2) when it is unusable."""
     # A trace is graded within max_trace_age of its first span (and a replayed one within that of the
     # restart), so twice that, plus the drain, is when whatever a segment still holds can only be a leak.
+    assert cfg.wal_dir is not None, "open_wal is called only when wal_dir is set"
     wal = WriteAheadLog(
         cfg.wal_dir,
         max_bytes=cfg.wal_max_bytes,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import BinaryIO
+from io import BufferedIOBase
 
 MAX_LINE = 4096
 """Longest chunk-size line, extensions included, and longest trailer field line."""
@@ -80,7 +80,7 @@ def _decimal(text: str) -> bool:
     return 0 < len(text) <= 19 and text.isascii() and text.isdigit()
 
 
-def read_chunked(rfile: BinaryIO, limit: int) -> bytes:
+def read_chunked(rfile: BufferedIOBase, limit: int) -> bytes:
     """The body of a chunked request, trailers read and dropped. Raises BadFraming on a framing error,
     TooLarge as soon as a chunk size takes the body past ``limit`` bytes (before its data is read) or the
     chunk lines add up past ``limit`` (so tiny chunks cannot make the wire bytes unbounded), EOFError when
@@ -103,7 +103,7 @@ def read_chunked(rfile: BinaryIO, limit: int) -> bytes:
     return bytes(body)
 
 
-def discard_chunked(rfile: BinaryIO, budget: int) -> bool:
+def discard_chunked(rfile: BufferedIOBase, budget: int) -> bool:
     """Read and drop the rest of a chunked body from a chunk-size line on, up to ``budget`` bytes of data
     and as many of chunk lines; True when its end was reached (so the connection could be reused)."""
     framing_left = budget
@@ -128,7 +128,7 @@ def discard_chunked(rfile: BinaryIO, budget: int) -> bool:
         return False
 
 
-def _chunk_size(rfile: BinaryIO) -> tuple[int, int]:
+def _chunk_size(rfile: BufferedIOBase) -> tuple[int, int]:
     """The next chunk's size, and the bytes of framing around it (its line and the CRLF after its data)."""
     line = rfile.readline(MAX_LINE + 1)
     if not line:
@@ -139,13 +139,13 @@ def _chunk_size(rfile: BinaryIO) -> tuple[int, int]:
     return int(match.group(1), 16), len(line) + 2
 
 
-def _crlf(rfile: BinaryIO) -> None:
+def _crlf(rfile: BufferedIOBase) -> None:
     end = rfile.read(2)
     if end != b"\r\n":
         raise BadFraming(f"chunk data not followed by CRLF (got {end!r})")
 
 
-def _trailers(rfile: BinaryIO) -> None:
+def _trailers(rfile: BufferedIOBase) -> None:
     """Trailer fields up to the empty line; a recipient may drop them (RFC 9112 §7.1.2)."""
     left = MAX_TRAILER
     while True:

@@ -19,7 +19,7 @@ from luckrate.adapters.otlp import SpanRecord, request_from_protobuf
 from luckrate.adapters.otlp.compaction import Rejected, records_at, route_spans
 from luckrate.adapters.otlp.conventions import interning
 from luckrate.adapters.otlp.logs import LogEvent, events_at, route_records
-from luckrate.adapters.otlp.runs import CONVERSATION_KEY, Assembly, ties_by_trace
+from luckrate.adapters.otlp.runs import CONVERSATION_KEY, Assembly, TraceTies, ties_by_trace
 from luckrate.service.assembler import SpanBudget
 from luckrate.service.wal import LogRefused, WriteAheadLog
 from luckrate.service.wal_format import TRACES
@@ -99,7 +99,7 @@ class Intake:
 
     def __init__(
         self,
-        submit: Callable[[list[SpanRecord]], None],
+        submit: Callable[[Any], None],
         budget: SpanBudget,
         count: Callable[..., None],
         *,
@@ -186,7 +186,7 @@ class Intake:
         with self._lock:
             # Under the lock so that close() is a clean cut: nothing is logged or submitted after it.
             if self._accepting:
-                if logged is not None:
+                if logged is not None and self._wal is not None:  # logged only when there is a log
                     try:
                         self._wal.append(TRACES, *logged)
                     except LogRefused as e:
@@ -272,6 +272,7 @@ class Tied(list):
     from the request here, where the span links still are (records do not keep them)."""
 
     __slots__ = ("ties",)
+    ties: dict[bytes, TraceTies]
 
 
 def _spans(request: ExportTraceServiceRequest) -> list:

@@ -37,6 +37,8 @@ def http_context(cfg: ServiceConfig) -> ssl.SSLContext | None:
 def grpc_credentials(cfg: ServiceConfig) -> grpc.ServerCredentials | None:
     if not cfg.tls_cert:
         return None
+    if not cfg.tls_key:  # load_config refuses a certificate without its key
+        raise ValueError("tls_cert without tls_key")
     pair = (Path(cfg.tls_key).read_bytes(), Path(cfg.tls_cert).read_bytes())
     ca = Path(cfg.tls_client_ca).read_bytes() if cfg.tls_client_ca else None
     return grpc.ssl_server_credentials([pair], root_certificates=ca, require_client_auth=ca is not None)

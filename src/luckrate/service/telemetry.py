@@ -369,7 +369,7 @@ class Telemetry:
         self._closed = False
         for name, label_sets in ZERO_SERIES:
             for attributes in label_sets:
-                self.add(name, 0, **attributes)
+                self.add(name, 0, context=None, **attributes)
 
     def add(self, name: str, value: float = 1, *, context: Context | None = None, **attributes: str) -> None:
         """Record on a declared instrument; attribute keys must be the declared ones. ``context`` carries a

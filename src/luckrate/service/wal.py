@@ -167,7 +167,7 @@ class WriteAheadLog:
         for seg in self._segments:
             for item in self._read(seg):
                 if isinstance(item, fmt.Record) and item.kind == fmt.SETTLED:
-                    settled.update(fmt.trace_ids(item.payload))
+                    settled.update(fmt.trace_ids(bytes(item.payload)))  # ids as bytes, not views of the file
         records = spans = skipped = 0
         traces: set[bytes] = set()
         for seg in self._segments:
@@ -352,8 +352,10 @@ class WriteAheadLog:
 
     def _write(self, kind: int, signal: int, payload: bytes, seg: _Segment) -> None:
         header = fmt.encode_header(kind, signal, payload)
+        fd = self._open_fd()
+        error: OSError | None
         try:
-            written = os.writev(self._fd, (header, payload))
+            written = os.writev(fd, (header, payload))
         except OSError as e:
             written = 0
             error = e
@@ -362,8 +364,8 @@ class WriteAheadLog:
         if written != len(header) + len(payload):
             # A short or failed write leaves a torn record: cut it off so the next one starts clean.
             try:
-                os.ftruncate(self._fd, seg.size)
-                os.lseek(self._fd, seg.size, os.SEEK_SET)
+                os.ftruncate(fd, seg.size)
+                os.lseek(fd, seg.size, os.SEEK_SET)
             except OSError:
                 pass
             full = error is not None and error.errno in (errno.ENOSPC, errno.EDQUOT)
@@ -423,10 +425,18 @@ class WriteAheadLog:
         self._by_index.pop(seg.index, None)
         self.bytes -= seg.size
 
+    def _open_fd(self) -> int:
+        """The current segment's descriptor; writing and rolling happen only while the log is open (their
+        callers check, under the lock), and a closed log refuses as ``append`` does."""
+        if self._fd is None:
+            raise LogRefused("wal_error", "write-ahead log closed: retry later")
+        return self._fd
+
     def _roll(self) -> _Segment:
         old = self._segments[-1]
-        self._fsync(self._fd)  # a closed segment is on disk whatever the sync policy
-        os.close(self._fd)
+        fd = self._open_fd()
+        self._fsync(fd)  # a closed segment is on disk whatever the sync policy
+        os.close(fd)
         self._fd = None
         old.closed_at = self._clock()
         return self._new_segment(old.index + 1)

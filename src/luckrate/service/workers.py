@@ -25,6 +25,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field
+from queue import SimpleQueue
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -107,9 +108,10 @@ class _Slot:
             self.sent += spans
             self.sent_records += records
             self.backlog += len(message[2])
+            assert self.queue is not None, "sent to before its worker started"
             self.queue.put(message)
 
-    def sent_bytes(self, messages: queue.SimpleQueue, n: int) -> None:
+    def sent_bytes(self, messages: SimpleQueue[Any], n: int) -> None:
         with self.lock:
             if messages is self.queue:  # not a dead worker's queue (its backlog was dropped with it)
                 self.backlog -= n
@@ -294,7 +296,8 @@ class WorkerPool:
             lost_records = slot.sent_records - slot.settled_records
             slot.sent = slot.settled = slot.active = slot.backlog = slot.sent_records = slot.settled_records = 0
             old, slot.queue = slot.queue, replacement
-        old.put(_STOP_SENDING)
+        if old is not None:  # a worker that died had its queue
+            old.put(_STOP_SENDING)
         self._budget.release(lost + lost_records)
         with self._apply_lock:
             self._telemetry.add("luckrate.spans.lost", lost, reason="worker_died")

@@ -2,8 +2,8 @@
 
 As tests/testdata/openai-v2: the loop runs each ``tool_use`` the model returns itself and answers with a
 user turn of ``tool_result`` blocks (``is_error: true`` for a tool that raised), until the model answers in
-text; no tool spans. The model is ``ScriptedModel`` here, an Anthropic Messages API server on 127.0.0.1
-that answers with the scenario's turn (``tool_use`` blocks with ids ``call_<turn>_<n>``) picked by how many
+text; no tool spans. The model is ``message`` here, served as an Anthropic Messages API on 127.0.0.1
+(``_capture.JsonServer``): it answers with the scenario's turn (``tool_use`` blocks with ids ``call_<turn>_<n>``) picked by how many
 assistant messages the request holds, then the answer. No network, no LLM. See README.md here.
 
 Modes, each in its own venv and process: ``current`` (opentelemetry-instrumentation-anthropic 0.62.4: the
@@ -14,12 +14,9 @@ flattened ``gen_ai.prompt.<i>.*`` / ``gen_ai.completion.<i>.*``). Content on / o
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +31,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Ask, Scenario  # noqa: E402
+from tests.testdata._capture import PARAMS, JsonServer, model_turn, object_schema, scripted_call  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
 MODES = {"current": "/tmp/msgsvenv/bin/python", "legacy": "/tmp/tl053venv/bin/python"}
@@ -41,73 +39,44 @@ MODES = {"current": "/tmp/msgsvenv/bin/python", "legacy": "/tmp/tl053venv/bin/py
 EXPORTER = InMemorySpanExporter()
 PROVIDER = TracerProvider()
 PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
-PARAMS = {
-    "lookup_order": {"order_id": "string"},
-    "issue_refund": {"order_id": "string", "amount": "number"},
-    "fetch_webpage": {"url": "string"},
-    "send_email": {"to": "string", "body": "string"},
-    "delete_account": {"user_id": "string"},
-    "escalate_to_human": {"reason": "string"},
-    "cancel_order": {"order_id": "string"},
-}
 TOOLS = [
     {
         "name": name,
         "description": name.replace("_", " "),
-        "input_schema": {
-            "type": "object",
-            "properties": {k: {"type": t} for k, t in props.items()},
-            "required": list(props),
-        },
+        "input_schema": object_schema(name),
     }
-    for name, props in PARAMS.items()
+    for name in PARAMS
 ]
 
 
-class ScriptedModel(BaseHTTPRequestHandler):
+def message(scenario: Scenario, body: dict[str, Any]) -> dict[str, Any]:
     """POST /v1/messages: the scenario's next turn, chosen by the assistant messages already sent."""
-
-    scenario: Scenario
-
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        turn = sum(1 for m in body["messages"] if m.get("role") == "assistant")
-        turns = self.scenario.turns
-        if turn < len(turns) and isinstance(turns[turn], Ask):
-            content, stop = [{"type": "text", "text": turns[turn].text}], "end_turn"
-        elif turn < len(turns):
-            content = [
-                {"type": "tool_use", "id": f"call_{turn}_{n}", "name": c.tool, "input": c.args}
-                for n, c in enumerate(turns[turn])
-            ]
-            stop = "tool_use"
-        else:
-            content, stop = [{"type": "text", "text": self.scenario.answer}], "end_turn"
-        reply = {
-            "id": f"msg_{turn}",
-            "type": "message",
-            "role": "assistant",
-            "model": "scripted-claude",
-            "content": content,
-            "stop_reason": stop,
-            "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 5},
-        }
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+    turn = sum(1 for m in body["messages"] if m.get("role") == "assistant")
+    reply = model_turn(scenario.turns, scenario.answer, turn)
+    if isinstance(reply, Ask):
+        content, stop = [{"type": "text", "text": reply.text}], "end_turn"
+    elif isinstance(reply, str):
+        content, stop = [{"type": "text", "text": reply}], "end_turn"
+    else:
+        content = [
+            {"type": "tool_use", "id": f"call_{turn}_{n}", "name": c.tool, "input": c.args} for n, c in enumerate(reply)
+        ]
+        stop = "tool_use"
+    return {
+        "id": f"msg_{turn}",
+        "type": "message",
+        "role": "assistant",
+        "model": "scripted-claude",
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
 
 
 def run_tool(scenario: Scenario, turn: int, n: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
     """The scripted tool's ``tool_result`` block: its result, or the error with ``is_error: true``."""
-    call = scenario.turns[turn][n]
-    assert (call.tool, call.args) == (name, args), (call, name, args)
+    call = scripted_call(scenario, turn, n, name, args)
     block = {"type": "tool_result", "tool_use_id": f"call_{turn}_{n}"}
     try:
         if call.error is not None:
@@ -142,21 +111,16 @@ def tool_loop(client: Anthropic, scenario: Scenario) -> None:
 
 
 def capture(scenario: Scenario, mode: str, content: bool) -> None:
-    handler = type("Handler", (ScriptedModel,), {"scenario": scenario})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = JsonServer(lambda body: message(scenario, body))
     try:
-        client = Anthropic(base_url=f"http://127.0.0.1:{server.server_port}", api_key="unused-offline", max_retries=0)
+        client = Anthropic(base_url=server.url, api_key="unused-offline", max_retries=0)
         EXPORTER.clear()
         with PROVIDER.get_tracer("luckrate.capture").start_as_current_span(
             f"eval {scenario.name}", attributes={"luckrate.output_ok": True}
         ):
             tool_loop(client, scenario)
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+        server.close()
     spans = EXPORTER.get_finished_spans()
     stem = f"{scenario.name}.{mode}{'' if content else '.nocontent'}.anthropic"
     (OUT / f"{stem}.otlp").write_bytes(encode_spans(spans).SerializeToString())

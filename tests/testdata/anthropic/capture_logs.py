@@ -17,16 +17,15 @@ messages in span attributes) and ``events`` (``use_attributes=False``: ``gen_ai.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
+
+from tests.testdata._capture import JsonServer, model_turn  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
 NAMES = ("clean", "forbidden", "injected", "user_supplied", "confirmed", "unconfirmed", "other_order")
@@ -46,24 +45,8 @@ class ScriptedModel:
         self.turns: list = []
         self.answer = ""
         self.served = 0
-        model = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                body = json.dumps(model.reply()).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._server = JsonServer(lambda body: self.reply())
+        self.url = self._server.url
 
     def load(self, turns, answer: str) -> None:
         self.turns, self.answer, self.served = list(turns), answer, 0
@@ -72,16 +55,17 @@ class ScriptedModel:
         from tests.scenarios import Ask
 
         turn, self.served = self.served, self.served + 1
-        if turn < len(self.turns) and isinstance(self.turns[turn], Ask):
-            content, stop = [{"type": "text", "text": self.turns[turn].text}], "end_turn"
-        elif turn < len(self.turns):
+        reply = model_turn(self.turns, self.answer, turn)
+        if isinstance(reply, Ask):
+            content, stop = [{"type": "text", "text": reply.text}], "end_turn"
+        elif isinstance(reply, str):
+            content, stop = [{"type": "text", "text": reply}], "end_turn"
+        else:
             content = [
                 {"type": "tool_use", "id": f"toolu_{turn}_{n}", "name": c.tool, "input": dict(c.args)}
-                for n, c in enumerate(self.turns[turn])
+                for n, c in enumerate(reply)
             ]
             stop = "tool_use"
-        else:
-            content, stop = [{"type": "text", "text": self.answer}], "end_turn"
         return {
             "id": f"msg_{turn}",
             "type": "message",
@@ -94,8 +78,7 @@ class ScriptedModel:
         }
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.close()
 
 
 def tool_definitions() -> list[dict]:

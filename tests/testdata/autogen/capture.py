@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
-from tests.scenarios import BY_NAME, SCENARIOS, Call, Scenario  # noqa: E402
+from tests.scenarios import BY_NAME, SCENARIOS, Call, Scenario, ScriptedTools  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
 AGENT, TRIAGE = "support_agent", "triage_agent"
@@ -70,43 +70,7 @@ def _client(turns: list[Any], answer: str, prefix: str = "call") -> ReplayChatCo
 
 
 def _tools(scenario: Scenario) -> list[FunctionTool]:
-    pending: dict[str, list[Call]] = {}
-    for turn in scenario.turns:
-        for call in turn:
-            pending.setdefault(call.tool, []).append(call)
-
-    def answer(tool: str) -> str:
-        call = pending[tool].pop(0)
-        if call.error is not None:
-            raise RuntimeError(call.error)
-        return call.result or ""
-
-    async def lookup_order(order_id: str) -> str:
-        """Look up an order."""
-        return answer("lookup_order")
-
-    async def issue_refund(order_id: str, amount: float) -> str:
-        """Refund an order."""
-        return answer("issue_refund")
-
-    async def fetch_webpage(url: str) -> str:
-        """Fetch a web page."""
-        return answer("fetch_webpage")
-
-    async def send_email(to: str, body: str) -> str:
-        """Send an email."""
-        return answer("send_email")
-
-    async def delete_account(user_id: str) -> str:
-        """Delete a user's account."""
-        return answer("delete_account")
-
-    async def escalate_to_human(reason: str) -> str:
-        """Hand the conversation to a person."""
-        return answer("escalate_to_human")
-
-    fns = [lookup_order, issue_refund, fetch_webpage, send_email, delete_account, escalate_to_human]
-    return [FunctionTool(f, description=f.__doc__ or "") for f in fns]
+    return [FunctionTool(f, description=f.__doc__ or "") for f in ScriptedTools(scenario).functions(coroutines=True)]
 
 
 def _support(scenario: Scenario) -> AssistantAgent:

@@ -40,7 +40,7 @@ from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
-from tests.scenarios import BY_NAME, SCENARIOS, Call, Scenario  # noqa: E402
+from tests.scenarios import BY_NAME, SCENARIOS, Call, Scenario, ScriptedTools  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
 AGENT, TRIAGE = "support_agent", "triage_agent"
@@ -87,52 +87,13 @@ class ScriptedLlm(BaseLlm):
         )
 
 
-def _tools(scenario: Scenario) -> list[Any]:
-    pending: dict[str, list[Call]] = {}
-    for turn in scenario.turns:
-        for call in turn:
-            pending.setdefault(call.tool, []).append(call)
-
-    def answer(tool: str) -> str:
-        call = pending[tool].pop(0)
-        if call.error is not None:
-            raise RuntimeError(call.error)
-        return call.result or ""
-
-    def lookup_order(order_id: str) -> str:
-        """Look up an order."""
-        return answer("lookup_order")
-
-    def issue_refund(order_id: str, amount: float) -> str:
-        """Refund an order."""
-        return answer("issue_refund")
-
-    def fetch_webpage(url: str) -> str:
-        """Fetch a web page."""
-        return answer("fetch_webpage")
-
-    def send_email(to: str, body: str) -> str:
-        """Send an email."""
-        return answer("send_email")
-
-    def delete_account(user_id: str) -> str:
-        """Delete a user's account."""
-        return answer("delete_account")
-
-    def escalate_to_human(reason: str) -> str:
-        """Hand the conversation to a person."""
-        return answer("escalate_to_human")
-
-    return [lookup_order, issue_refund, fetch_webpage, send_email, delete_account, escalate_to_human]
-
-
 def _agent(scenario: Scenario, multi_agent: bool) -> LlmAgent:
     support = LlmAgent(
         name=AGENT,
         model=ScriptedLlm(model="scripted-chat", turns=list(scenario.turns), answer=scenario.answer),
         instruction="You help customers with orders.",
         description="Handles orders.",
-        tools=_tools(scenario),
+        tools=ScriptedTools(scenario).functions(),
     )
     if not multi_agent:
         return support

@@ -55,7 +55,7 @@ def main(mode: str, content: bool) -> None:
     from haystack.tools import Tool
     from haystack_integrations.tracing.opentelemetry import OpenTelemetryTracer
 
-    from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Ask, Call, Scenario
+    from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Ask, Scenario, ScriptedTools
 
     tracing.enable_tracing(OpenTelemetryTracer(provider.get_tracer("haystack")))
 
@@ -78,16 +78,11 @@ def main(mode: str, content: bool) -> None:
         return respond
 
     def tools(scenario: Scenario) -> list[Tool]:
-        pending: dict[str, list[Call]] = {}
-        for call in scenario.calls:
-            pending.setdefault(call.tool, []).append(call)
+        answer = ScriptedTools(scenario).answer
 
         def make(name: str) -> Tool:
             def run(**kwargs: Any) -> str:
-                call = pending[name].pop(0)
-                if call.error is not None:
-                    raise RuntimeError(call.error)
-                return call.result or ""
+                return answer(name)
 
             doc, params = TOOL_DOCS[name]
             schema = {

@@ -3,7 +3,7 @@
 The loop executes the tools itself (no framework, no tool spans): it sends the conversation with the tool
 definitions, runs each tool call the model returns, appends a ``role: tool`` message with the same call id,
 and asks again until the model answers in text. The model is an OpenAI-compatible chat-completions server
-on 127.0.0.1 written here (``ScriptedModel``): it answers with the scenario's turn (tool calls with ids
+on 127.0.0.1 written here (``completion``, served by ``_capture.JsonServer``): it answers with the scenario's turn (tool calls with ids
 ``call_<turn>_<n>``) picked by how many assistant messages the request holds, then the answer text. No
 network, no LLM. See README.md here; each output file is one serialized ExportTraceServiceRequest.
 
@@ -20,8 +20,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +34,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Ask, Scenario  # noqa: E402
+from tests.testdata._capture import PARAMS, JsonServer, model_turn, object_schema, scripted_call  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
 LATEST = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
@@ -51,79 +50,51 @@ only, so its spans are those of content off whatever is set."""
 EXPORTER = InMemorySpanExporter()
 PROVIDER = TracerProvider()
 PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
-PARAMS = {
-    "lookup_order": {"order_id": "string"},
-    "issue_refund": {"order_id": "string", "amount": "number"},
-    "fetch_webpage": {"url": "string"},
-    "send_email": {"to": "string", "body": "string"},
-    "delete_account": {"user_id": "string"},
-    "escalate_to_human": {"reason": "string"},
-    "cancel_order": {"order_id": "string"},
-}
 TOOLS = [
     {
         "type": "function",
         "function": {
             "name": name,
             "description": name.replace("_", " "),
-            "parameters": {
-                "type": "object",
-                "properties": {k: {"type": t} for k, t in props.items()},
-                "required": list(props),
-            },
+            "parameters": object_schema(name),
         },
     }
-    for name, props in PARAMS.items()
+    for name in PARAMS
 ]
 
 
-class ScriptedModel(BaseHTTPRequestHandler):
+def completion(scenario: Scenario, body: dict[str, Any]) -> dict[str, Any]:
     """POST /v1/chat/completions: the scenario's next turn, chosen by the assistant messages already sent."""
-
-    scenario: Scenario
-
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        turn = sum(1 for m in body["messages"] if m.get("role") == "assistant")
-        turns = self.scenario.turns
-        message: dict[str, Any] = {"role": "assistant", "content": None}
-        if turn < len(turns) and isinstance(turns[turn], Ask):
-            message["content"], finish = turns[turn].text, "stop"
-        elif turn < len(turns):
-            message["tool_calls"] = [
-                {
-                    "id": f"call_{turn}_{n}",
-                    "type": "function",
-                    "function": {"name": c.tool, "arguments": json.dumps(c.args)},
-                }
-                for n, c in enumerate(turns[turn])
-            ]
-            finish = "tool_calls"
-        else:
-            message["content"], finish = self.scenario.answer, "stop"
-        reply = {
-            "id": f"chatcmpl-{turn}",
-            "object": "chat.completion",
-            "created": 1_700_000_000,
-            "model": "scripted-chat",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+    turn = sum(1 for m in body["messages"] if m.get("role") == "assistant")
+    reply = model_turn(scenario.turns, scenario.answer, turn)
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    if isinstance(reply, Ask):
+        message["content"], finish = reply.text, "stop"
+    elif isinstance(reply, str):
+        message["content"], finish = reply, "stop"
+    else:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{turn}_{n}",
+                "type": "function",
+                "function": {"name": c.tool, "arguments": json.dumps(c.args)},
+            }
+            for n, c in enumerate(reply)
+        ]
+        finish = "tool_calls"
+    return {
+        "id": f"chatcmpl-{turn}",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "scripted-chat",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
 
 
 def run_tool(scenario: Scenario, turn: int, n: int, name: str, args: dict[str, Any]) -> str:
     """The scripted tool: its result, or ``Error: ...`` when it raises (chat completions has no error field)."""
-    call = scenario.turns[turn][n]
-    assert (call.tool, call.args) == (name, args), (call, name, args)
+    call = scripted_call(scenario, turn, n, name, args)
     try:
         if call.error is not None:
             raise RuntimeError(call.error)
@@ -154,21 +125,16 @@ def tool_loop(client: OpenAI, scenario: Scenario) -> None:
 
 
 def capture(scenario: Scenario, mode: str, content: bool) -> None:
-    handler = type("Handler", (ScriptedModel,), {"scenario": scenario})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = JsonServer(lambda body: completion(scenario, body))
     try:
-        client = OpenAI(base_url=f"http://127.0.0.1:{server.server_port}/v1", api_key="unused-offline", max_retries=0)
+        client = OpenAI(base_url=f"{server.url}/v1", api_key="unused-offline", max_retries=0)
         EXPORTER.clear()
         with PROVIDER.get_tracer("luckrate.capture").start_as_current_span(
             f"eval {scenario.name}", attributes={"luckrate.output_ok": True}
         ):
             tool_loop(client, scenario)
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+        server.close()
     spans = EXPORTER.get_finished_spans()
     stem = f"{scenario.name}.{mode}{'' if content else '.nocontent'}.openai-v2"
     (OUT / f"{stem}.otlp").write_bytes(encode_spans(spans).SerializeToString())

@@ -21,12 +21,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
+
+from tests.testdata._capture import JsonServer, model_turn  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
 NAMES = ("clean", "forbidden", "injected", "user_supplied", "confirmed", "unconfirmed", "other_order")
@@ -49,24 +49,8 @@ class ScriptedModel:
         self.turns: list = []
         self.answer = ""
         self.served = 0
-        model = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                body = json.dumps(model.completion()).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        self._server = JsonServer(lambda body: self.completion())
+        self.url = self._server.url + "/v1"
 
     def load(self, turns, answer: str) -> None:
         self.turns, self.answer, self.served = list(turns), answer, 0
@@ -75,20 +59,21 @@ class ScriptedModel:
         from tests.scenarios import Ask
 
         turn, self.served = self.served, self.served + 1
-        if turn < len(self.turns) and isinstance(self.turns[turn], Ask):  # a question back to the user
-            message, finish = {"role": "assistant", "content": self.turns[turn].text}, "stop"
-        elif turn < len(self.turns):
+        reply = model_turn(self.turns, self.answer, turn)
+        if isinstance(reply, Ask):  # a question back to the user
+            message, finish = {"role": "assistant", "content": reply.text}, "stop"
+        elif isinstance(reply, str):
+            message, finish = {"role": "assistant", "content": reply}, "stop"
+        else:
             calls = [
                 {
                     "id": f"call_{turn}_{n}",
                     "type": "function",
                     "function": {"name": c.tool, "arguments": json.dumps(c.args)},
                 }
-                for n, c in enumerate(self.turns[turn])
+                for n, c in enumerate(reply)
             ]
             message, finish = {"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls"
-        else:
-            message, finish = {"role": "assistant", "content": self.answer}, "stop"
         return {
             "id": f"chatcmpl-{turn}",
             "object": "chat.completion",
@@ -99,8 +84,7 @@ class ScriptedModel:
         }
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.close()
 
 
 def tool_definitions() -> list[dict]:

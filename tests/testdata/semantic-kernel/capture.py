@@ -45,7 +45,7 @@ def main(content: bool) -> None:
     from semantic_kernel.functions import kernel_function
     from semantic_kernel.utils.telemetry.model_diagnostics.decorators import trace_chat_completion
 
-    from tests.scenarios import SCENARIOS, Scenario
+    from tests.scenarios import SCENARIOS, Scenario, ScriptedTools
 
     class ScriptedChat(ChatCompletionClientBase):
         """The scenario's turns in order as function calls (ids ``call_<turn>_<n>``), then the answer; the
@@ -83,15 +83,7 @@ def main(content: bool) -> None:
             ]
 
     def plugin(scenario: Scenario) -> Any:
-        pending: dict[str, list[Any]] = {}
-        for call in scenario.calls:
-            pending.setdefault(call.tool, []).append(call)
-
-        def answer(name: str) -> str:
-            call = pending[name].pop(0)
-            if call.error is not None:
-                raise RuntimeError(call.error)
-            return call.result or ""
+        answer = ScriptedTools(scenario).answer
 
         class Orders:
             @kernel_function(description="Look up an order.")

@@ -43,7 +43,7 @@ def main(mode: str, content: bool) -> None:
     from strands import Agent, tool
     from strands.models.model import Model
 
-    from tests.scenarios import BY_NAME, SCENARIOS, Call, Scenario
+    from tests.scenarios import BY_NAME, SCENARIOS, Call, Scenario, ScriptedTools
 
     class ScriptedModel(Model):
         """Streams the turns in order as toolUse blocks (ids ``<prefix>_<turn>_<n>``), then the answer;
@@ -95,48 +95,7 @@ def main(mode: str, content: bool) -> None:
             }
 
     def tools(scenario: Scenario) -> list[Any]:
-        pending: dict[str, list[Call]] = {}
-        for turn in scenario.turns:
-            for call in turn:
-                pending.setdefault(call.tool, []).append(call)
-
-        def answer(name: str) -> str:
-            call = pending[name].pop(0)
-            if call.error is not None:
-                raise RuntimeError(call.error)
-            return call.result or ""
-
-        @tool
-        def lookup_order(order_id: str) -> str:
-            """Look up an order."""
-            return answer("lookup_order")
-
-        @tool
-        def issue_refund(order_id: str, amount: float) -> str:
-            """Refund an order."""
-            return answer("issue_refund")
-
-        @tool
-        def fetch_webpage(url: str) -> str:
-            """Fetch a web page."""
-            return answer("fetch_webpage")
-
-        @tool
-        def send_email(to: str, body: str) -> str:
-            """Send an email."""
-            return answer("send_email")
-
-        @tool
-        def delete_account(user_id: str) -> str:
-            """Delete a user's account."""
-            return answer("delete_account")
-
-        @tool
-        def escalate_to_human(reason: str) -> str:
-            """Hand the conversation to a person."""
-            return answer("escalate_to_human")
-
-        return [lookup_order, issue_refund, fetch_webpage, send_email, delete_account, escalate_to_human]
+        return [tool(f) for f in ScriptedTools(scenario).functions()]
 
     def support(scenario: Scenario) -> Any:
         return Agent(

@@ -70,8 +70,13 @@ class _Assembly:
         self.tree, self.where, self.rule = tree, where, rule
         self.roles: dict[bytes, Role | None] = {r.span_id: classify(r) for r in tree.spans}
         self._by_kind: dict[type, list[SpanRecord]] = {}
+        self._tools: dict[bytes, ToolRole] = {}
+        """The tool spans' roles (``roles`` typed for the passes that read only those)."""
         for rec in tree.spans:  # each role's spans in tree order, listed once (several passes read them)
-            self._by_kind.setdefault(type(self.roles[rec.span_id]), []).append(rec)
+            role = self.roles[rec.span_id]
+            self._by_kind.setdefault(type(role), []).append(rec)
+            if type(role) is ToolRole:
+                self._tools[rec.span_id] = role
         if not any(self.roles.values()):
             raise NoAgentSpan(f"no {_KNOWN} agent, model or tool span among {len(tree.spans)} spans", where)
         self._agent_memo: dict[bytes, Any] = {}
@@ -82,7 +87,7 @@ class _Assembly:
     def trajectory(self, run_id: str) -> Trajectory:
         calls, captured = self._tool_calls()
         models = [(r, output_messages(r) or [], self.agent_of(r)) for r in self._spans(ModelRole)]
-        answers = {r.span_id for r in self._spans(ToolRole) if self.roles[r.span_id].answer}
+        answers = {r.span_id for r in self._spans(ToolRole) if self._tools[r.span_id].answer}
         joined = sorted(join(calls, requests_from(models), self._responses()), key=lambda c: c.key)
         others = [r for r in self.tree.spans if not isinstance(self.roles[r.span_id], ModelRole)]
         joined = [c for c in joined if c.key[2] not in answers]  # the answer call, and the request it answered
@@ -135,7 +140,7 @@ class _Assembly:
         span are one call). An agent span in between ends the walk: an agent run inside a tool (an
         agent used as a tool) makes calls of its own. Any other span describes its own call."""
         node = rec
-        while self.roles[node.span_id].mcp:
+        while self._tools[node.span_id].mcp:
             up = self.tree.nearest(node, self._tool_or_agent, self._tool_memo)
             if up is None or not isinstance(self.roles[up.span_id], ToolRole):
                 break
@@ -152,10 +157,10 @@ class _Assembly:
         calls: list[Call] = []
         for top_id, members in groups.items():
             members.sort(key=lambda r: r.span_id != top_id)  # the outermost first, then tree order
-            name = next((n for n in (self.roles[r.span_id].name for r in members) if n is not None), None)
+            name = next((n for n in (self._tools[r.span_id].name for r in members) if n is not None), None)
             if name is None:
                 raise InvalidInput(f"span {members[0].span_hex}: tool span names no tool", self.where)
-            parts = [self._call(r, self.roles[r.span_id], name) for r in members]
+            parts = [self._call(r, self._tools[r.span_id], name) for r in members]
             calls.append(functools.reduce(_merge, parts))
         captured = any(c.args_captured or c.result is not None for c in calls)
         if any(c.tool in traceloop.TOOL_CLASSES for c in calls):
@@ -251,11 +256,11 @@ def _has_text(messages: list[Message] | None) -> bool:
     # pydantic-ai with content off keeps the messages' structure: tool_call parts with a name and no
     # arguments, tool_call_response parts with no result. Structure is not content, and neither is a
     # system prompt (Strands leaves it unredacted when it redacts the rest).
-    return bool(messages) and any(
+    return any(
         (m.texts and m.role != "system")
         or any(c.args is not None for c in m.calls)
         or any(r is not None for _, r in m.responses)
-        for m in messages
+        for m in messages or ()
     )
 
 

@@ -139,7 +139,7 @@ def _admitted(layout: dict[str, int]) -> tuple[tuple[Callable, ...], tuple[Calla
     )
 
 
-_plan = spans.LayoutMemo(_admitted)
+_plan = spans.layout_fact(_admitted)
 
 
 def input_messages(rec: SpanRecord) -> list[Message] | None:

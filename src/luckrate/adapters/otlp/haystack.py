@@ -182,7 +182,8 @@ def _plain(node: ast.AST) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        return -node.operand.value
+        value: Any = node.operand.value  # any constant: negating one that is no number raises, as it did
+        return -value
     if isinstance(node, ast.List | ast.Tuple):
         return [_plain(n) for n in node.elts]
     if isinstance(node, ast.Dict):

@@ -117,12 +117,14 @@ def joined(spans: Sequence[SpanRecord], logs: Sequence[LogEvent]) -> tuple[SpanR
             children.setdefault(s.parent_id, []).append(i)
     extra: dict[int, list[SpanEvent]] = {}
     for log in logs:
-        i = position.get(log.span_id) if log.span_id else None
-        if i is None:
-            i = _enclosing(spans, log.event.time_ns)
+        named = position.get(log.span_id) if log.span_id else None
+        if named is None:
+            at = _enclosing(spans, log.event.time_ns)
         elif log.span_id in children:
-            i = _innermost_under(spans, i, log.event.time_ns, children)
-        extra.setdefault(i, []).append(log.event)
+            at = _innermost_under(spans, named, log.event.time_ns, children)
+        else:
+            at = named
+        extra.setdefault(at, []).append(log.event)
     return tuple(_with_events(s, extra[i]) if i in extra else s for i, s in enumerate(spans))
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from luckrate.adapters.otlp.payloads import Requested, captured, load_text
-from luckrate.adapters.otlp.spans import LayoutMemo, SpanRecord
+from luckrate.adapters.otlp.spans import Layout, SpanRecord, layout_fact
 from luckrate.core.frozen import fast_init
 
 MAX_MESSAGES = 1000
@@ -34,8 +34,8 @@ class Message:
     texts: tuple[str, ...] = ()
     calls: tuple[Requested, ...] = ()
     """Tool calls an assistant message asks for."""
-    responses: tuple[tuple[str, Any], ...] = field(default=())
-    """(call id, result) pairs a tool message answers."""
+    responses: tuple[tuple[str | None, Any], ...] = field(default=())
+    """(call id, result) pairs a tool message answers; the call id is None when the message gave none."""
     failed: frozenset[str] = frozenset()
     """Call ids of the responses the message marks failed by the convention's own marker (``is_error``/
     ``isError: true``, ``status: "error"``, an ``error`` field), never by the words of the result."""
@@ -87,7 +87,10 @@ def _semconv_message(obj: Any) -> Message | None:
     parts = obj.get("parts")
     if not isinstance(parts, list):
         return _chat_message(obj)  # an OpenAI chat-completions dict instead of parts
-    texts, calls, responses, failed = [], [], [], []
+    texts: list[str] = []
+    calls: list[Requested] = []
+    responses: list[tuple[str | None, Any]] = []
+    failed: list[str | None] = []
     for part in parts:
         if not isinstance(part, dict):
             continue
@@ -174,7 +177,7 @@ def _from_flat(entry: Any) -> Message | None:
         if isinstance(content, dict) and isinstance(content.get("text"), str):
             texts.append(content["text"])
     calls = [c for c in map(_flat_call, _listed(msg.get("tool_calls"))) if c is not None]
-    responses: tuple[tuple[str, Any], ...] = ()
+    responses: tuple[tuple[str | None, Any], ...] = ()
     failed: frozenset[str] = frozenset()
     if role == "tool":
         responses = ((_id(msg.get("tool_call_id")), msg.get("content")),)
@@ -206,7 +209,9 @@ def _flat_call(entry: Any) -> Requested | None:
     tc = entry.get("tool_call", entry)  # OpenInference nests under tool_call; Traceloop does not
     if not isinstance(tc, dict):
         return None
-    fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
+    fn = tc.get("function")
+    if not isinstance(fn, dict):
+        fn = tc
     name = fn.get("name")
     if not isinstance(name, str):
         return None
@@ -265,11 +270,13 @@ def _blocks_message(role: str, content: list[Any]) -> Message:
 
 
 _FLAT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.")
-_flat_prefixes = LayoutMemo(
-    lambda layout: frozenset(p for p in _FLAT_PREFIXES if any(key.startswith(p) for key in layout))
-)
-"""The flattened message lists a layout holds keys of: most spans hold none, and skip two walks over
-their attributes."""
+
+
+@layout_fact
+def _flat_prefixes(layout: Layout) -> frozenset[str]:
+    """The flattened message lists a layout holds keys of: most spans hold none, and skip two walks over
+    their attributes."""
+    return frozenset(p for p in _FLAT_PREFIXES if any(key.startswith(p) for key in layout))
 
 
 def unflatten(attributes: Iterable[tuple[str, Any]], prefix: str) -> list[Any]:

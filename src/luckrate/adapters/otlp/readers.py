@@ -66,7 +66,8 @@ def runs_from_request(
     """Like ``trajectories_from_request``, but the traces of one run are graded together (``runs_by``:
     runs.py) and a run with no agent, model or tool span is skipped, its traces listed in ``skipped``;
     when every run is such a run, the first one's error is raised (for several, naming how many)."""
-    runs, skipped, first = Runs(), [], None
+    skipped: list[str] = []
+    runs, first = Runs(), None
     assembly = grouping.Assembly()
     for members, found in _runs(req, rule, runs_by, logs or {}, assembly):
         if isinstance(found, NoAgentSpan):
@@ -160,7 +161,9 @@ def read_otlp_files(
         _add_events(_decode(data, source, json, logs_only=True), source, events)
     if not traces:
         raise InvalidInput("only log records: give the trace files they belong to", files[0][1] if files else "")
-    out, skipped, assembly = Runs(), [], Counter()
+    skipped: list[str] = []
+    assembly: Counter[str] = Counter()
+    out = Runs()
     skipped_in: dict[str, int] = {}
     held: set[bytes] = set()
     for req, source in traces:

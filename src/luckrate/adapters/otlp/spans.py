@@ -1,17 +1,19 @@
 """Span records: the part of an OTLP span the adapters read, as buffered per trace until it completes.
 
 ``SpanRecord`` is what the adapters read; ``PackedSpan`` is how a buffer holds one (``unpacked`` turns
-them back into records). Records with the same attribute keys share one layout dict, so a fact about the
-keys alone is worked out once per layout (``LayoutMemo``). Compaction (compaction.py) builds them from
-decoded requests.
+them back into records). Records with the same attribute keys share one layout (``SharedLayout``, from
+the table of the compaction ``Interning`` that made them), so a fact about the keys alone is worked out
+once per layout and kept in it (``layout_fact``). Compaction (compaction.py) builds them from decoded
+requests.
 """
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from operator import itemgetter
-from typing import Any
+from typing import Any, TypeVar
 
 DEFAULT_OUTPUT_ATTRIBUTE = "luckrate.output_ok"
 
@@ -22,6 +24,8 @@ memory beyond the bound, and never sharing for good."""
 LAYOUT_KEYS = 32
 """Layouts of more keys are not shared (flattened message lists differ per span anyway)."""
 
+T = TypeVar("T")
+
 Attributes = tuple[tuple[str, Any], ...]
 Layout = dict[str, int]
 """Attribute key -> its position in a record's ``values``; in the order sent, each key once."""
@@ -29,11 +33,10 @@ Layout = dict[str, int]
 
 def _item(index: int) -> Any:
     """A C-level accessor for one item of a tuple subclass (what ``namedtuple`` uses), else a property."""
-    try:
-        from collections import _tuplegetter  # CPython
-    except ImportError:  # pragma: no cover
+    getter = getattr(collections, "_tuplegetter", None)  # CPython's, private (typeshed does not declare it)
+    if getter is None:  # pragma: no cover
         return property(itemgetter(index))
-    return _tuplegetter(index, None)
+    return getter(index, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,30 +109,50 @@ class SpanRecord:
         return self.span_id.hex()
 
 
-class LayoutMemo:
-    """``compute(layout)``, worked out once per shared layout rather than once per span: every record with
-    the same attribute keys holds the same layout dict (``shared_layout``), so a fact about the keys alone
-    (which conventions may read the span, whether it holds flattened messages) is a dict probe. Bounded
-    like the layouts table; a layout too large to be shared is computed each time."""
+RECORD_FIELDS = tuple(f.name for f in fields(SpanRecord))
+"""``SpanRecord``'s fields in order, the one declaration the fast forms below follow: ``_Unfrozen``'s
+slots are made from it; ``new_record``, ``unpacked``, ``PackedSpan`` and compaction's ``_record`` are
+written out positionally for speed and checked against it (tests/adapters/test_otlp_record_forms.py)."""
 
-    def __init__(self, compute: Callable[[Layout], Any]):
-        self._compute = compute
-        self._held: dict[int, tuple[Layout, Any]] = {}
 
-    def __call__(self, layout: Layout) -> Any:
-        held = self._held.get(id(layout))
-        if held is not None and held[0] is layout:  # the id of a layout since freed may be reused
-            return held[1]
-        value = self._compute(layout)
-        if len(layout) <= LAYOUT_KEYS:
-            if len(self._held) >= LAYOUTS_MAX:
-                self._held.clear()
-            self._held[id(layout)] = (layout, value)
-        return value
+class SharedLayout(dict[str, int]):
+    """A layout as its owner's table shares it (``shared_layout``: one for every record with these keys, in
+    this order), holding the facts worked out about its keys (``layout_fact``). They live and go with the
+    layout, and so with the table of the ``Interning`` that made it: no module holds them."""
+
+    __slots__ = ("facts",)
+
+    def __init__(self, layout: Layout):
+        super().__init__(layout)
+        self.facts: dict[Callable[[Layout], Any], Any] = {}
+        """``compute`` -> ``compute(self)``."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (SharedLayout, (dict(self),))  # the facts are worked out again where it is unpickled
+
+
+def layout_fact(compute: Callable[[Layout], T]) -> Callable[[Layout], T]:
+    """``compute(layout)``, worked out once per shared layout and kept in it rather than once per span: a
+    fact about the keys alone (which conventions may read the span, whether it holds flattened messages)
+    is then a dict probe. ``compute`` must depend on the layout's keys only. A layout not shared (more
+    than ``LAYOUT_KEYS`` keys, or one ``SpanRecord.build`` made) is computed each time."""
+
+    def fact(layout: Layout) -> T:
+        if type(layout) is SharedLayout:
+            facts = layout.facts
+            found = facts.get(compute, facts)  # the dict itself stands for "not worked out yet"
+            if found is facts:
+                found = facts[compute] = compute(layout)
+            return found
+        return compute(layout)
+
+    fact.__doc__ = compute.__doc__
+    return fact
 
 
 def shared_layout(layout: Layout, layouts: dict[tuple[str, ...], Layout]) -> Layout:
-    """The shared copy in ``layouts`` (its owner's table) of a layout with these keys in this order."""
+    """The shared copy in ``layouts`` (its owner's table) of a layout with these keys in this order: a
+    ``SharedLayout``, made from the first layout of these keys seen."""
     if len(layout) > LAYOUT_KEYS:
         return layout
     keys = tuple(layout)
@@ -138,8 +161,8 @@ def shared_layout(layout: Layout, layouts: dict[tuple[str, ...], Layout]) -> Lay
         return found
     if len(layouts) >= LAYOUTS_MAX:
         layouts.clear()
-    layouts[keys] = layout
-    return layout
+    shared = layouts[keys] = SharedLayout(layout)
+    return shared
 
 
 def _lookup(attributes: Attributes, key: str, default: Any) -> Any:
@@ -154,10 +177,12 @@ class _Unfrozen:
     with plain attribute stores and relabels it a ``SpanRecord`` (CPython allows ``__class__`` assignment
     between classes of the same slots)."""
 
-    __slots__ = tuple(f.name for f in fields(SpanRecord))
+    __slots__ = RECORD_FIELDS
 
 
-_NEW = object.__new__
+_NEW: Callable[[type], Any] = object.__new__
+"""Typed to return Any: what it makes is an ``_Unfrozen`` that becomes a ``SpanRecord`` by ``__class__``
+assignment, which mypy cannot follow (tests/adapters/test_otlp_record_forms.py checks the forms instead)."""
 
 
 def new_record(
@@ -207,9 +232,9 @@ class PackedSpan(tuple):
     reading fields from a tuple on every access instead cost the adapter more than building the records."""
 
     __slots__ = ()
-    trace_id: bytes = _item(0)
-    span_id: bytes = _item(1)
-    parent_id: bytes = _item(2)
+    trace_id: bytes = _item(RECORD_FIELDS.index("trace_id"))  # the ids sit where the record has them
+    span_id: bytes = _item(RECORD_FIELDS.index("span_id"))
+    parent_id: bytes = _item(RECORD_FIELDS.index("parent_id"))
 
 
 def unpacked(spans: Iterable[Any]) -> tuple[SpanRecord, ...]:

@@ -103,7 +103,7 @@ def resolve_class_names(calls: list, requests: list[tuple[int, Requested]]) -> l
     from dataclasses import replace
 
     used = {c.call_id for c in calls if c.call_id}
-    pending: dict[str, tuple[int, Requested]] = {}
+    pending: dict[str | None, tuple[int, Requested]] = {}  # a request without a call id is pending under None
     for at, req in sorted(requests, key=lambda r: r[0]):
         if req.call_id not in used:
             pending.setdefault(req.call_id, (at, req))

@@ -121,7 +121,7 @@ def _spoken(messages: Sequence[ModelMessage]) -> list[Spoken]:
 
 def _event_messages(spans: Sequence[SpanRecord], starts: Sequence[int]) -> list[Message]:
     """The user's and the agent's messages recorded as events, in time order (ties keep span order)."""
-    found = []
+    found: list[tuple[int, str, str]] = []
     for rec in spans:
         for event in rec.events:
             message = event_message(event.name, event.attributes)
