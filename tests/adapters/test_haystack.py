@@ -64,3 +64,15 @@ def test_model_input_repr_is_parsed_not_evaluated(name, text, value):
 def test_a_model_span_without_content_has_no_messages():
     rec = span(1, None, "haystack.agent.step.llm", 0)
     assert messages(rec, "input") is None and messages(rec, "output") is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["{'messages': [-'x']}", "{['a']: 1}", "{'messages': [{'a': 1}: 2]}", "{'messages': " * 2000],
+    ids=["negated text", "a list as a key", "not an expression", "nested too deep"],
+)
+def test_a_repr_that_is_no_plain_value_reads_as_nothing_never_raises(text):
+    # Span text is the sender's: -"x" and a list used as a key raised TypeError out of the reader.
+    from luckrate.adapters.otlp.haystack import _from_repr
+
+    assert _from_repr(text) is None

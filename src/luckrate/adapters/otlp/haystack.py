@@ -174,7 +174,7 @@ def _from_repr(text: str) -> Any:
     try:
         tree = ast.parse(_ENUM.sub(r"\1", text), mode="eval")
         return _plain(tree.body)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):  # a list as a key, -"x"
         return None
 
 
