@@ -2,7 +2,7 @@
 
 A frozen dataclass's generated ``__init__`` sets each field through ``object.__setattr__`` (Python 3.11):
 1.3-1.5 µs for a step or a tool call, and a 9-span trace built about 25 of them, a fifth of adapting it
-(the README's Benchmarks section). ``fast_init`` replaces it with one that writes the fields into the
+(benchmarks/README.md). ``fast_init`` replaces it with one that writes the fields into the
 instance's ``__dict__``, which is what ``object.__setattr__`` ends up doing: the object is the same
 (``fields``, ``replace``, equality, hashing, repr and ``FrozenInstanceError`` on assignment are
 untouched), built in about 0.6 µs. tests/core/test_frozen.py compares the two ``__init__`` s.

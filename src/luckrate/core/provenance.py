@@ -55,7 +55,7 @@ MAX_ID_LENGTH = 256
 # No whitespace, a letter or digit, and a mark: one match instead of three searches.
 _IDENTIFIER = re.compile(r"(?=\S*?[A-Za-z0-9])(?=\S*?[0-9@/:\-_.])\S+")
 # Token and part cuts as str.translate tables followed by str.split(): both run in C, where a regex
-# findall stepped through every character (tokens() was most of grading time; the README's Benchmarks section).
+# findall stepped through every character (tokens() was most of grading time; benchmarks/README.md).
 # str.split() and the regex \s agree on what is whitespace (both use Py_UNICODE_ISSPACE).
 _TOKEN_CHARS = "\"'`,;()[]{}<>|\\"
 _PART_CHARS = _TOKEN_CHARS + ":/=?&#"
@@ -87,7 +87,7 @@ def tokens(text: str) -> set[str]:
     """Every token an identifier may be matched against, case-folded (see the module docstring).
 
     Tokens of letters only are left out: three in five tokens of a typical result are words, and the
-    index they cost was most of grading time (the README's Benchmarks section). Every step runs in C (filterfalse and
+    index they cost was most of grading time (benchmarks/README.md). Every step runs in C (filterfalse and
     map over str methods), none in a Python-level loop."""
     out = _tokens(text)
     cut = _unglued(text)
@@ -561,7 +561,7 @@ def walk(value: Any, path: str = "") -> list[tuple[str, Any]]:
 
 def _walk(value: Any, path: str, out: list[tuple[str, Any]]) -> None:
     # Appends instead of yielding, and leaves are appended without a call: a generator per level and a
-    # call per leaf cost more than the leaves themselves (the README's Benchmarks section).
+    # call per leaf cost more than the leaves themselves (benchmarks/README.md).
     if isinstance(value, dict):
         for key, inner in value.items():
             where = f"{path}.{key}" if path else str(key)

@@ -136,7 +136,7 @@ class SpanBudget:
 
 SCAN_SPANS = 16
 """Up to this many spans, a trace finds a duplicate by comparing span ids one by one (in C); beyond, it keeps
-a set of them. A dict of spans by id cost 48 bytes per buffered span (the README's memory section)."""
+a set of them. A dict of spans by id cost 48 bytes per buffered span (docs/benchmarks.md, memory)."""
 _SPAN_ID = attrgetter("span_id")
 
 
@@ -185,7 +185,7 @@ class Assembler:
         self._buckets: dict[int, list[bytes]] = {}
         self._heap: list[int] = []
         # Counts gathered during one add/expire/drain and recorded once at its end: a metric update costs
-        # several µs in the OTel SDK, and one per trace was a tenth of the server's time (the README's Benchmarks section).
+        # several µs in the OTel SDK, and one per trace was a tenth of the server's time (benchmarks/README.md).
         self._opened = 0
         self._completed: dict[str, int] = {}
         self._assembled = 0

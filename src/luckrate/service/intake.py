@@ -163,7 +163,7 @@ class Intake:
         submit: Callable[[Any], None],
     ) -> Outcome:
         # Reserve buffer space before compacting: a saturated server otherwise spent most of its CPU
-        # compacting retried requests only to throw the records away (the README's Benchmarks section).
+        # compacting retried requests only to throw the records away (benchmarks/README.md).
         if kind is SPANS:  # an export of traces with no spans counts here (logs have counters of their own)
             self._count("luckrate.requests.received", 1, transport=transport)
         judged = kind.judge(request, self._owners)

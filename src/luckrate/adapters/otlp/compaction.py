@@ -323,7 +323,7 @@ def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: Budget, tables:
     """``layout`` and ``values`` for a record: the kept attributes, the first of a repeated key."""
     # The hot loop of compaction: one pass, one probe per key (``key_rules``), strings within budget and
     # shared-table hits handled inline, the budget in a local (a helper call or attribute access per
-    # attribute cost as much as upb's own access, the README's Benchmarks section).
+    # attribute cost as much as upb's own access, benchmarks/README.md).
     layout: Layout = {}
     values: list[Any] = []
     shared, rules = tables.strings, tables.key_rules

@@ -227,7 +227,7 @@ class PackedSpan(tuple):
     small int Python preallocates), else ``(kind, code, message, events)``; the layout; then the values.
 
     About 100 bytes less per buffered tool span than a ``SpanRecord`` with its values tuple and two time
-    ints (the README's memory section). A buffer reads only the ids; ``unpacked`` builds the records the
+    ints (docs/benchmarks.md, memory). A buffer reads only the ids; ``unpacked`` builds the records the
     adapters read, once, when the grading thread takes the trace (``assembler.CompletedTrace.spans``):
     reading fields from a tuple on every access instead cost the adapter more than building the records."""
 

@@ -3,7 +3,7 @@
 Adding a check takes three things: the function, one ``Check`` entry here (its name, default severity,
 the spec keys it reads, what it needs of the source), and one table-driven test. A check with a new spec
 key also needs that key's ``Spec`` field and its validation in ``core/spec.py``; the validator's known
-keys and check names, the severity table and the README's check table all come from ``REGISTRY``
+keys and check names, the severity table and the check table in docs/checks.md all come from ``REGISTRY``
 (tests/core/test_registry.py ties them).
 
 A check may be registered in parts, ``check:part``, when the parts need different things of the source
