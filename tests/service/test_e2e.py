@@ -54,7 +54,8 @@ def by_trace(spans):
 
 def identity(s: dict) -> None:
     """Every received span is accepted or rejected; every accepted one ends in a completed trace or a
-    counted drop; every completed trace is graded, ungraded or a grade error."""
+    counted drop; every completed trace joined a run across traces (``--runs-by links``), or its run was
+    graded, ungraded or a grade error."""
     received = total(s, "luckrate_spans_received_total")
     accepted = total(s, "luckrate_spans_accepted_total")
     assert received == accepted + total(s, "luckrate_spans_rejected_total")
@@ -65,7 +66,8 @@ def identity(s: dict) -> None:
         + total(s, "luckrate_spans_lost_total")
     )
     assert total(s, "luckrate_traces_completed_total") == (
-        total(s, "luckrate_runs_total")
+        total(s, "luckrate_runs_assembly_total", outcome="traces_joined")
+        + total(s, "luckrate_runs_total")
         + total(s, "luckrate_traces_ungraded_total")
         + total(s, "luckrate_grade_errors_total")
     )

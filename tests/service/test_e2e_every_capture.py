@@ -82,6 +82,14 @@ def expected(specs, path: Path, logs: Path | None) -> dict[str, tuple]:
     return out
 
 
+def graded(verdicts: Path) -> int:
+    """Lines the verdict log holds so far."""
+    if not verdicts.exists():
+        return 0
+    with verdicts.open() as f:
+        return sum(1 for _ in f)
+
+
 def test_every_capture_gets_the_same_verdicts_through_serve_as_from_its_file(tmp_path):
     specs = load_specs(SPEC)
     want: dict[str, tuple] = {}
@@ -108,8 +116,7 @@ def test_every_capture_gets_the_same_verdicts_through_serve_as_from_its_file(tmp
                             post(server.http + "/v1/traces", piece.SerializeToString(), "application/x-protobuf")[0]
                             == 200
                         )
-        graded = lambda: sum(1 for _ in verdicts.open()) if verdicts.exists() else 0  # noqa: E731
-        wait_until(lambda: graded() >= len(want), f"{len(want)} verdict lines")
+        wait_until(lambda: graded(verdicts) >= len(want), f"{len(want)} verdict lines")
         s = server.scrape()
         assert server.terminate() == 0
     got = {}

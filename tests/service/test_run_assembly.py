@@ -128,7 +128,7 @@ def test_a_conversation_that_never_ends_is_graded_in_parts():
         rig.clock.advance(1)
         rig.runs.expire()
     assert [len(r.traces) for r in rig.out] == [3, 3]
-    assert rig.counts[("luckrate.runs.assembly", "runs_split")] == 2
+    assert rig.counts[("luckrate.runs.completed", "max_traces")] == 2
     assert rig.after(5.1) == [[1, 2, 3], [4, 5, 6], [7]]
 
 

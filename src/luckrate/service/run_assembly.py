@@ -23,10 +23,10 @@ import heapq
 import itertools
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from luckrate.adapters.otlp.runs import MAX_TRACES_PER_RUN, TraceTies
+from luckrate.adapters.otlp.runs import MAX_TRACES_PER_RUN, TraceTies, adopted_parents, run_ties
 from luckrate.service.assembler import CompletedTrace, Count, _no_count
 
 
@@ -36,7 +36,7 @@ class CompletedRun:
 
     traces: tuple[CompletedTrace, ...]
     reason: str
-    """One of ``RUN_REASONS``."""
+    """One of ``telemetry.RUN_REASONS``."""
     late: bool = False
     """A trace that links into a run already graded: counted and settled, not graded."""
 
@@ -144,8 +144,7 @@ class RunAssembler:
                 run.conversations.add(c)
                 self._by_conversation[c] = run
         self._count("luckrate.runs.active", 1)
-        if len(run.traces) >= self._max_traces:
-            self._count("luckrate.runs.assembly", 1, outcome="runs_split")
+        if len(run.traces) >= self._max_traces:  # counted as completed by max_traces, the service's runs_split
             self._complete(run, "max_traces")
         else:
             self._schedule(run, now)
@@ -217,9 +216,6 @@ class RunAssembler:
         self._emit(CompletedRun(tuple(run.traces), reason))
 
 
-def parents_of(run: CompletedRun, starts: Mapping[bytes, int]) -> dict[tuple[bytes, bytes], bytes]:
-    """``runs.adopted_parents`` for a run's traces, ordered by ``starts`` (each trace's first span start)."""
-    from luckrate.adapters.otlp.runs import adopted_parents, run_ties
-
-    order = {t: i for i, t in enumerate(sorted(starts, key=lambda t: (starts[t], t)))}
-    return adopted_parents(run_ties(run.ties), order)
+def parents_of(run: CompletedRun, ordered: Sequence[bytes]) -> dict[tuple[bytes, bytes], bytes]:
+    """``runs.adopted_parents`` for a run's traces, ``ordered`` by start (each trace's first span)."""
+    return adopted_parents(run_ties(run.ties), {t: i for i, t in enumerate(ordered)})

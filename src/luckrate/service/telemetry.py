@@ -216,7 +216,7 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         "counter",
         "{event}",
         "What run assembly across traces did: traces joined to a run, links to traces that never arrived, "
-        "links beyond the bounds, runs split at max traces, conversation ids too long, late traces",
+        "links beyond the bounds, conversation ids too long, late traces",
         ("outcome",),
     ),
     Instrument("luckrate.grade.errors", "counter", "{trace}", "Completed traces whose grading raised"),
@@ -267,11 +267,11 @@ RUN_ASSEMBLY_OUTCOMES = (
     "traces_joined",
     "links_missing",
     "links_dropped",
-    "runs_split",
     "conversation_ids_too_long",
     "late_traces",
 )
-"""What run assembly did: the keys of ``luckrate grade``'s ``assembly`` counts, and ``late_traces``."""
+"""What run assembly did: the keys of ``luckrate grade``'s ``assembly`` counts, and ``late_traces``. Not
+``runs_split``: a run cut at its trace limit is ``luckrate.runs.completed{reason="max_traces"}``."""
 WAL_DAMAGE = DAMAGE_REASONS
 LOG_REJECTION_REASONS = (*LOG_REJECT_REASONS, "buffer_full")
 LOG_DROP_REASONS = ("late", "no_spans", "over_limit", "worker_died")
@@ -301,6 +301,7 @@ ZERO_SERIES: tuple[tuple[str, tuple[dict[str, str], ...]], ...] = (
     ("luckrate.traces.completed", tuple({"reason": r} for r in COMPLETION_REASONS)),
     ("luckrate.traces.ungraded", tuple({"reason": r} for r in UNGRADED_REASONS)),
     ("luckrate.grade.errors", ({},)),
+    ("luckrate.runs.completed", tuple({"reason": r} for r in RUN_REASONS)),
     ("luckrate.runs.assembly", tuple({"outcome": o} for o in RUN_ASSEMBLY_OUTCOMES)),
     ("luckrate.verdict_events.dropped", tuple({"reason": r} for r in VERDICT_EVENT_DROPS)),
 )

@@ -211,7 +211,8 @@ class Worker:
         ordered = sorted(item.traces, key=lambda t: (starts[t.trace_id], t.trace_id))
         if self._adapt_run is None:
             raise RuntimeError("a run across traces reached a worker without adapt_run")
-        return self._adapt_run([t.spans for t in ordered], parents_of(item, starts)), ordered[0]
+        parents = parents_of(item, [t.trace_id for t in ordered])
+        return self._adapt_run([t.spans for t in ordered], parents), ordered[0]
 
     def _grade(self, item: CompletedTrace | CompletedRun, started: float) -> None:
         tid = item.trace_id.hex()

@@ -97,7 +97,7 @@ def _runs(
     if runs_by not in grouping.MODES:
         raise ValueError(f"runs_by must be one of {', '.join(grouping.MODES)}")
     traces = {spans[0].trace_id: joined(spans, logs.get(spans[0].trace_id, ())) for spans in _traces(req, rule)}
-    found = grouping.ties(req, assembly) if runs_by != "trace" else grouping.Ties((), ())
+    found = grouping.ties(req, assembly, runs_by == "conversation") if runs_by != "trace" else grouping.Ties((), ())
     start = {t: min(r.start_ns for r in spans) for t, spans in traces.items()}
     groups = grouping.group(list(traces), start, found, runs_by, assembly)
     order = {t: i for run in groups for i, t in enumerate(run)}

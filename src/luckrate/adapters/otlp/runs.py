@@ -54,21 +54,26 @@ class Ties:
     """(trace, conversation id) of each span that carries one."""
 
 
-def ties(req: ExportTraceServiceRequest, assembly: Assembly) -> Ties:
+def ties(req: ExportTraceServiceRequest, assembly: Assembly, conversation: bool = True) -> Ties:
+    """The request's links, and (``conversation``) its spans' conversation ids: only ``conversation`` mode
+    groups by them, and reading them means reading every attribute of every span."""
     links: list[tuple[bytes, bytes, bytes, bytes]] = []
-    conversations: dict[tuple[bytes, str], None] = {}
+    conversations: dict[tuple[bytes, str], None] | None = {} if conversation else None
     for resource in req.resource_spans:
         for scope in resource.scope_spans:
             for span in scope.spans:
                 _read_span(span, links, conversations, assembly)
-    return Ties(tuple(links), tuple(conversations))
+    return Ties(tuple(links), tuple(conversations or ()))
 
 
-def _read_span(span, links: list, conversations: dict, assembly: Assembly) -> None:
+def _read_span(span, links: list, conversations: dict | None, assembly: Assembly) -> None:
+    """The span's links into ``links``, and (unless None) its conversation id into ``conversations``."""
     assembly.add("links_dropped", max(0, len(span.links) - MAX_LINKS))
     for link in list(span.links)[:MAX_LINKS]:
         if len(link.trace_id) == 16 and any(link.trace_id) and link.trace_id != span.trace_id:
             links.append((bytes(span.trace_id), bytes(span.span_id), bytes(link.trace_id), bytes(link.span_id)))
+    if conversations is None:
+        return
     for kv in span.attributes:
         if kv.key == CONVERSATION_KEY and kv.value.WhichOneof("value") == "string_value":
             value = kv.value.string_value
@@ -145,17 +150,23 @@ class TraceTies:
     """Linked trace -> (span, linked span) of the first link to it."""
     conversations: list[str] = field(default_factory=list)
 
+    def link(self, linked: bytes, pair: tuple[bytes, bytes], assembly: Assembly) -> None:
+        if linked in self.linked:
+            return
+        if len(self.linked) >= MAX_LINKED_PER_TRACE:
+            assembly.add("links_dropped")
+            return
+        self.linked[linked] = pair
+
+    def converse(self, conversation: str) -> None:
+        if conversation not in self.conversations and len(self.conversations) < MAX_CONVERSATIONS_PER_TRACE:
+            self.conversations.append(conversation)
+
     def merge(self, other: TraceTies, assembly: Assembly) -> None:
-        for trace, pair in other.linked.items():
-            if trace in self.linked:
-                continue
-            if len(self.linked) >= MAX_LINKED_PER_TRACE:
-                assembly.add("links_dropped")
-                continue
-            self.linked[trace] = pair
+        for linked, pair in other.linked.items():
+            self.link(linked, pair, assembly)
         for c in other.conversations:
-            if c not in self.conversations and len(self.conversations) < MAX_CONVERSATIONS_PER_TRACE:
-                self.conversations.append(c)
+            self.converse(c)
 
 
 def ties_by_trace(
@@ -172,15 +183,16 @@ def ties_by_trace(
                 trace = bytes(span.trace_id)
                 if not keep(trace):
                     continue
-                found = TraceTies()
-                links: list = []
-                convs: dict = {}
-                _read_span(span, links, convs if conversation else {}, assembly)
+                links: list[tuple[bytes, bytes, bytes, bytes]] = []
+                convs: dict[tuple[bytes, str], None] | None = {} if conversation else None
+                _read_span(span, links, convs, assembly)
+                if not links and not convs:
+                    continue
+                tied = out.setdefault(trace, TraceTies())
                 for _t, sid, linked, linked_span in links:
-                    found.linked.setdefault(linked, (sid, linked_span))
-                found.conversations.extend(c for _t, c in convs)
-                if found.linked or found.conversations:
-                    out.setdefault(trace, TraceTies()).merge(found, assembly)
+                    tied.link(linked, (sid, linked_span), assembly)
+                for _t, c in convs or ():
+                    tied.converse(c)
     return out
 
 
