@@ -12,7 +12,6 @@ ports with their own temporary directories and are stopped at the end.
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import time
@@ -22,12 +21,12 @@ from collections.abc import Iterator
 import pytest
 
 from luckrate import demo
+from tests.service.harness import Server
 
 # pytestmark: the same skip conditions (no prometheus binary) as the harness this borrows from.
 from tests.deploy.test_e2e_prometheus import (  # noqa: F401
     SPEC,
     _get,
-    _read_line,
     _stop,
     _tainted,
     _wait_for,
@@ -45,34 +44,11 @@ RUNS, RATE = 24, 4
 def luckrate(tmp_path_factory) -> Iterator[dict]:
     tmp = tmp_path_factory.mktemp("luckrate")
     verdicts = tmp / "verdicts.jsonl"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "luckrate.cli",
-            "serve",
-            "--spec",
-            str(SPEC),
-            "--grpc",
-            "127.0.0.1:0",
-            "--http",
-            "off",
-            "--prometheus",
-            "127.0.0.1:0",
-            "--root-grace",
-            "0.2",
-            "--verdict-log",
-            str(verdicts),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        ports = dict(re.findall(r"(\w+) 127\.0\.0\.1:(\d+)", _read_line(proc, "luckrate serve: listening")))
-        yield {"grpc": int(ports["grpc"]), "prometheus": int(ports["prometheus"]), "verdicts": verdicts}
-    finally:
-        _stop(proc)
+    with Server("--http", "off", "--root-grace", "0.2", "--verdict-log", str(verdicts), spec=SPEC) as server:
+        try:
+            yield {**server.ports, "verdicts": verdicts}
+        finally:
+            server.terminate()
 
 
 @pytest.fixture(scope="module")

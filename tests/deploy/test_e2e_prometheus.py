@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import select
 import shutil
 import socket
 import subprocess
@@ -27,6 +26,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.service.harness import Server
 
 yaml = pytest.importorskip("yaml")
 
@@ -84,56 +85,12 @@ def luckrate(tmp_path_factory) -> Iterator[dict]:
     """A real `luckrate serve` on free loopback ports; yields its ports and verdict log path."""
     tmp = tmp_path_factory.mktemp("luckrate")
     verdicts = tmp / "verdicts.jsonl"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "luckrate.cli",
-            "serve",
-            "--spec",
-            str(SPEC),
-            "--grpc",
-            "127.0.0.1:0",
-            "--http",
-            "127.0.0.1:0",
-            "--prometheus",
-            "127.0.0.1:0",
-            "--root-grace",
-            "0.2",
-            "--idle-timeout",
-            "3",
-            "--verdict-log",
-            str(verdicts),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = _read_line(proc, "luckrate serve: listening")
-        ports = dict(re.findall(r"(\w+) 127\.0\.0\.1:(\d+)", line))
-        yield {
-            "grpc": int(ports["grpc"]),
-            "http": int(ports["http"]),
-            "prometheus": int(ports["prometheus"]),
-            "verdicts": verdicts,
-            "proc": proc,
-        }
-    finally:
-        _stop(proc)
-
-
-def _read_line(proc: subprocess.Popen, prefix: str) -> str:
-    end = time.monotonic() + DEADLINE
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            pytest.fail(f"luckrate serve exited with {proc.returncode}: {proc.stderr.read()}")
-        ready, _, _ = select.select([proc.stdout], [], [], 0.5)
-        if ready:
-            line = proc.stdout.readline()
-            if line.startswith(prefix):
-                return line
-    pytest.fail(f"luckrate serve did not print {prefix!r} within {DEADLINE:.0f} s")
+    flags = ("--root-grace", "0.2", "--idle-timeout", "3", "--verdict-log", str(verdicts))
+    with Server(*flags, spec=SPEC) as server:
+        try:
+            yield {**server.ports, "verdicts": verdicts}
+        finally:
+            server.terminate()
 
 
 @pytest.fixture(scope="module")
