@@ -99,3 +99,17 @@ def test_a_warning_never_flips_the_gate(rows):
     base = [graded(case, i, *sevs, output_ok=out) for i, (out, sevs, case) in enumerate(rows)]
     warned = [graded(case, i, *sevs, "warn", output_ok=out) for i, (out, sevs, case) in enumerate(rows)]
     assert gate(base).failed == gate(warned).failed
+
+
+@given(runs)
+def test_an_info_finding_never_flips_the_gate_nor_the_luck_rate(rows):
+    base = [graded(case, i, *sevs, output_ok=out) for i, (out, sevs, case) in enumerate(rows)]
+    noted = [graded(case, i, *sevs, "info", output_ok=out) for i, (out, sevs, case) in enumerate(rows)]
+    assert gate(base).failed == gate(noted).failed
+    assert LuckRate.of(base) == LuckRate.of(noted)
+    assert [g.path_ok for g in base] == [g.path_ok for g in noted]
+
+
+def test_info_alone_keeps_the_path_ok_and_warn_does_not():
+    assert graded("c", 0, "info").path_ok
+    assert not graded("c", 0, "info", "warn").path_ok

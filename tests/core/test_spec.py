@@ -20,7 +20,7 @@ BAD_SPECS = [
     ),
     (
         {"tools": TOOLS, "severity": {"max_steps": "hrad"}},
-        ["severity.max_steps: 'hrad' is not one of hard, soft, warn, off"],
+        ["severity.max_steps: 'hrad' is not one of hard, soft, warn, info, off"],
     ),
     (
         {"tools": TOOLS, "severity": {"taint_check": "hard"}},
@@ -55,7 +55,7 @@ def test_every_problem_is_reported_at_once():
     assert str(err.value).splitlines() == [
         "2 problems in spec 'refunds'",
         "  required[0]: unknown tool 'x'",
-        "  severity.max_steps: 'hrad' is not one of hard, soft, warn, off",
+        "  severity.max_steps: 'hrad' is not one of hard, soft, warn, info, off",
     ]
 
 

@@ -41,8 +41,9 @@ class RunGrade:
 
     @property
     def path_ok(self) -> bool:
-        """No violation of any severity: warnings count too (the gate protects the build, the metric tells the truth)."""
-        return not self.violations
+        """No violation that makes a path bad: warnings count too (the gate protects the build, the metric tells
+        the truth); ``info`` findings do not."""
+        return not any(v.bad for v in self.violations)
 
     @property
     def output(self) -> str:

@@ -4,7 +4,7 @@ Every problem is reported at once, with its location, before anything runs:
 
     InvalidSpec: 2 problems in spec 'refunds'
       before[1][1]: unknown tool 'refnd' (did you mean 'refund'?)
-      severity.max_steps: 'hrad' is not one of hard, soft, warn, off
+      severity.max_steps: 'hrad' is not one of hard, soft, warn, info, off
 """
 
 from __future__ import annotations

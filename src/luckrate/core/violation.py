@@ -11,7 +11,8 @@ from luckrate.core.frozen import fast_init
 
 
 class Severity(str, Enum):
-    """How a violation weighs on the gate. ``path_ok`` counts every severity, warnings included."""
+    """How a violation weighs on the gate. ``path_ok`` counts ``hard``, ``soft`` and ``warn``; ``info`` is
+    shown and never makes a path bad."""
 
     HARD = "hard"
     """Fails the gate on one occurrence."""
@@ -19,6 +20,9 @@ class Severity(str, Enum):
     """Fails the gate only when strictly more than half of a case's runs have it."""
     WARN = "warn"
     """Never fails the gate; still makes the path bad (the metric tells the truth)."""
+    INFO = "info"
+    """Never fails the gate and never makes the path bad: a finding a reviewer should see, which is not by
+    itself evidence of a bad path (so it stays out of the Luck Rate)."""
     OFF = "off"
     """The check does not run."""
 
@@ -43,6 +47,11 @@ class Violation:
     """What a person needs to act: the values involved, which argument, which source."""
     source: str | None = None
     """For ``taint``: the untrusted tool that supplied the value (a metric label; not in the JSON report)."""
+
+    @property
+    def bad(self) -> bool:
+        """Makes the run's path bad: every severity but ``info``."""
+        return self.severity is not Severity.INFO
 
     def to_dict(self) -> dict[str, Any]:
         return {
