@@ -85,7 +85,7 @@ _GROUPS = re.compile(
 _AMOUNT = re.compile(r"(?<![\w.,])[$€£¥₹]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\d|[.,]\d)")
 
 _URL = re.compile(
-    r"(?:[a-z][a-z0-9+.\-]*://)?(?:www\d?\.)?((?:[a-z0-9](?:[a-z0-9\-]*[a-z0-9])?\.)+[a-z]{2,63})"
+    r"(?:[a-z][a-z0-9+.\-]*://)?(?:www\d?\.)?((?:[a-z0-9](?:[a-z0-9_\-]*[a-z0-9])?\.)+[a-z]{2,63})"
     r"(?::(\d{1,5}))?((?:/[^\s?#]*)?)(\?[^\s#]*)?(?:#\S*)?"
 )
 _NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
@@ -248,11 +248,13 @@ def whole(value: str) -> tuple[tuple[str, ...], ...]:
 _EMAIL = re.compile(r"[a-z0-9._%+\-]+@[a-z0-9\-]+(?:\.[a-z0-9\-]+)*\.[a-z]{2,63}")
 _IBAN = re.compile(r"[a-z]{2}\d{2}[a-z0-9]{10,30}")
 _LONG_DIGITS = re.compile(r"\+?\d{9,}")
+_KEY = re.compile(r"(?=[a-z0-9+/]*\d)(?=[a-z0-9+/]*[a-z])[a-z0-9+/]{32,}={0,2}")
+"""A key or token: 32 characters or more of base64 with letters and digits (an SSH key's body, an API token)."""
 _WEB_TLDS = frozenset("com org net io co info biz app dev ai me edu gov uk de fr eu us ca au".split())
 
 
 def is_strong(token: str) -> bool:
-    """An identifier no prose uses by accident: an e-mail address, a URL, an IBAN or a long number.
+    """An identifier no prose uses by accident: an e-mail address, a URL, an IBAN, a long number or a key.
 
     Used to find identifiers inside free-text arguments (a message body): a bare ``name.ext`` counts as
     a URL only with a scheme, ``www.``, a path, or a common web top-level domain, so file names do not.
@@ -265,7 +267,7 @@ def is_strong(token: str) -> bool:
             return False
         host = key.split("/", 1)[0].split(":", 1)[0]
         return "://" in token or token.startswith("www") or "/" in key or host.rsplit(".", 1)[-1] in _WEB_TLDS
-    return _IBAN.fullmatch(token) is not None or _LONG_DIGITS.fullmatch(token) is not None
+    return any(p.fullmatch(token) is not None for p in (_IBAN, _LONG_DIGITS, _KEY))
 
 
 _CANONICAL = re.compile(r"-?\d+(?:\.\d+)?|[a-z0-9]*\d[a-z0-9]*|--\d\d-\d\d|\d{4}-\d\d-\d\d(?:t\d\d:\d\d)?|\d\d:\d\d")
