@@ -71,11 +71,17 @@ def as_text(
 
 
 def _explained(entry: dict) -> str:
-    verdict = "taint" if entry["taint"] else "ungrounded" if entry["ungrounded"] else "ok"
+    verdict = entry.get("tier") or ("ungrounded" if entry["ungrounded"] else "ok")
     forms = ", ".join(entry["looked_up"][1:])
     looked = f" (also looked up as {forms})" if forms else ""
     found = ", ".join(entry["sources"]) or "nowhere"
+    evidence = entry.get("evidence") or []
+    weighed = ""
+    if evidence:
+        pro = ", ".join(e["kind"] for e in evidence if e["for"]) or "none"
+        con = ", ".join(e["kind"] for e in evidence if not e["for"]) or "none"
+        weighed = f"; evidence for: {pro}; against: {con}"
     return (
         f"    traced  step {entry['step']} {entry['tool']} {entry['path']}={entry['value']!r}{looked}: "
-        f"{verdict}; found in {found}; {entry['reason']}"
+        f"{verdict}; found in {found}; {entry['reason']}{weighed}"
     )

@@ -411,6 +411,19 @@ class SourceIndex:
             return []
         return [f for f in self._fields(origin.position).fields if f.record == prefix]
 
+    def call(self, position: int) -> tuple[str, Any]:
+        """The tool and arguments of the call that produced source ``position`` (``""`` for the user's input)."""
+        source, _, _, args = self._sources[position]
+        return source.removeprefix("tool:") if source != USER else "", args
+
+    def fields_at(self, position: int) -> list[Field]:
+        """Every field of source ``position``."""
+        return self._fields(position).fields
+
+    def siblings_at(self, position: int) -> tuple[int, dict[tuple[str, str], int]]:
+        """``siblings`` of source ``position``."""
+        return self._fields(position).siblings
+
     def tool_positions(self) -> range:
         """The positions of every tool result (user sources come first)."""
         return range(self.users, len(self._sources))
@@ -532,15 +545,25 @@ class Provenance(list[Argument]):
     """The traced arguments of one run (a list of ``Argument``), plus where each was found."""
 
     def __init__(
-        self, arguments: list[Argument], sources: SourceIndex, user_text: str, agents: frozenset[str] = frozenset()
+        self,
+        arguments: list[Argument],
+        sources: SourceIndex,
+        user_text: str,
+        agents: frozenset[str] = frozenset(),
+        calls: dict[int, Any] | None = None,
     ) -> None:
         super().__init__(arguments)
+        self.calls: dict[int, Any] = calls or {}
+        """Each step's arguments, by step index: what a privileged call operates on (taint's evidence)."""
         self.agents = agents
         """The names of the run's agents (the run's and each step's): known to the system that runs them."""
         self.sources = sources
         """Every source of the run (the user's input, each tool result), indexed by key."""
         self.user_text = user_text
         """The user's input, joined: what the user asked for, for checks that weigh intent."""
+        self.judged: tuple[Any, list[Any]] | None = None
+        """Taint's judgement of each privileged argument and the spec it was made under, worked out once per run
+        (``grounding.judgements``); None until then."""
         self.request: Request | None = None
         """What the user's input asks for, worked out on first use by ``intent.Request.of``; None until then."""
 
@@ -608,7 +631,8 @@ def trace(
         if step.result is not None:
             index.add(source_name(step.tool), step.result, step.index, step.args)
     agents = frozenset(a for a in (traj.agent, *(step.agent for step in traj.steps)) if a)
-    return Provenance(found, index, "\n".join(traj.inputs), agents)
+    calls = {step.index: step.args for step in traj.steps}
+    return Provenance(found, index, "\n".join(traj.inputs), agents, calls)
 
 
 _NONE: list[int] = []

@@ -115,7 +115,10 @@ REGISTRY: tuple[Check, ...] = (
         HARD,
         reads=PROVENANCE,
         keys=("untrusted", "privileged"),
-        needs=frozenset({CONTENT, INPUT}),
+        needs=frozenset({CONTENT}),
+    ),
+    Check(
+        "untrusted_flow", grounding.untrusted_flow, Severity.INFO, reads=PROVENANCE, needs=frozenset({CONTENT, INPUT})
     ),
     Check("arg:from", arguments.arg_from, None, reads=BOTH, declared_by=_any_from, needs=frozenset({CONTENT, INPUT})),
 )

@@ -1,38 +1,26 @@
-"""Grounding: ungrounded arguments and taint, from provenance (see core/provenance.py).
+"""Grounding: ungrounded arguments, and flows from untrusted content (``taint``, ``untrusted_flow``).
 
-Taint is the signature of indirect prompt injection: a privileged call's argument that the user did
-not ask for and that only untrusted free text supplied. ``judge`` decides, in this order:
+A privileged call's value is a *flow* from untrusted content when ``judge`` finds, in this order:
 
-1. the user supplied the value, in any normalised form (core/forms.py): not taint;
-2. no untrusted source holds it (only trusted tools): not taint;
-3. a result that merely echoes what its call was given (the value as an argument, or an identifier inside
-   a text argument: a confirmation repeating the message sent) proves nothing either way and is set aside;
-4. a short value (at most 2 characters, or 4 digits: ``3``, ``2024``) is evidence only where an untrusted
-   value field holds it or free text names it by the argument's own label ("the note with ID 7" for
-   ``note_id``); where else it sits says nothing (core/intent.py);
-5. a trusted source or field also holds it: a trusted tool's result, or, for a tool named in the
-   tool-level ``untrusted`` list, a field that is a value on its own (a ``participants`` list, an
-   ``id``, a ``sender``, an ``IBAN: ...`` line). Only free text of an untrusted result (an e-mail body,
-   a web page, a review) is attacker-written. With field-level ``untrusted`` (``{"fetch_mail":
-   ["body"]}``) the named fields are untrusted whatever their shape, and ``"*"`` the whole result;
-6. the whole free-text argument is a field of the source, or the start of one, named as it is (a channel
-   whose name holds injected text): a reference, not text written from what was read;
-7. the user's request covers it (core/intent.py: sources the user handed tasks to, records and people the
-   user named, links and dates asked for from a source the user pointed at but did not name by its URL);
-8. once covered, a value stays covered for every later use in the run, in any form (``AskedFor``).
+1. the user did not supply it, in any normalised form (core/forms.py);
+2. an untrusted source holds it and no trusted one does: not a trusted tool's result and, for a tool in the
+   list form of ``untrusted``, not a field that is a value on its own (a ``participants`` list, an ``id``, an
+   ``IBAN: ...`` line): only free text of such a result is attacker-written. With field-level ``untrusted``
+   (``{"fetch_mail": ["body"]}``) the named fields are untrusted whatever their shape, ``"*"`` the whole result.
+   A record's own address (its ``sender``) is untrusted when the record's free text speaks to the agent;
+3. the source did not merely echo what its call was given (a confirmation repeating the message sent);
+4. a short value (at most 2 characters, or 4 digits) counts only where free text names it by the argument's own
+   label ("the note with ID 7" for ``note_id``, core/intent.py);
+5. the whole free-text argument is not a field of the source named as it is (a channel whose name holds
+   injected text, passed back to name that channel).
 
-Otherwise the value is taint (hard). Identifiers inside free-text arguments of privileged tools (an
-address in a message body) are traced too, so an injected link or address cannot hide in prose.
+``weigh`` then names its evidence (``EVIDENCE_FOR``, ``EVIDENCE_AGAINST``; core/intent.py works out what the user
+pointed at and which text speaks to the agent). A flow is ``taint`` (hard) when the text it sat in speaks to the
+agent and it is no object of the source itself; every other flow is ``untrusted_flow`` (info): shown, never a bad
+path. Identifiers inside free-text arguments of privileged tools (an address in a message body) are traced too.
 
-The ceiling, honestly (what a trace alone cannot tell):
-- an attacker who writes a field that looks like a value (sends the e-mail, so is its ``sender``; puts
-  an ``IBAN: ...`` line in a document) passes as asked-for: a value field is trusted by its shape;
-- the attacker's text choosing *which* listed item the agent uses (an implicit flow: "book the hotel
-  called X", where X is in the hotel list) is not a copied value and is not seen;
-- a user-designated source that is itself attacker-written ("pay the bill in this file", where the
-  file holds two IBANs) can only be told apart by field shape (rule 5);
-- values spelled out, split or encoded escape the forms, and are reported ``ungrounded`` (a warning)
-  rather than tainted.
+The ceiling (docs/provenance.md): a goal with no identifier, an instruction worded as a document's own, an
+attacker who writes a field that looks like a value or a record in the name of a person the user named.
 """
 
 from __future__ import annotations
@@ -42,9 +30,19 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from luckrate.core.fields import field_name
 from luckrate.core.frozen import fast_init
-from luckrate.core.intent import Request, endorsed, labelled, weak
+from luckrate.core.fields import field_name, record_of
+from luckrate.core.intent import (
+    Request,
+    addresses_agent,
+    is_code,
+    is_destination,
+    is_search,
+    labelled,
+    references,
+    same_object,
+    weak,
+)
 from luckrate.core.provenance import USER, Argument, Origin, Provenance, source_name
 from luckrate.core.violation import Violation
 
@@ -58,32 +56,10 @@ def is_ungrounded(arg: Argument) -> bool:
     return not arg.sources and not arg.embedded and not is_query(arg)
 
 
-QUERY_ARGUMENTS = frozenset(
-    {
-        "query",
-        "q",
-        "search",
-        "search_query",
-        "search_term",
-        "search_terms",
-        "term",
-        "terms",
-        "keyword",
-        "keywords",
-        "pattern",
-        "prefix",
-        "filter",
-    }
-)
-"""Argument names that say the value is a search input, not a reference to something that exists."""
-
-
 def is_query(arg: Argument) -> bool:
-    """A search input: an argument named as one (``QUERY_ARGUMENTS``), or any argument of a tool whose name
-    says it searches (``search_files_by_filename``'s ``filename``). A query is the model's guess at what to
-    look for; an invented query finds nothing and harms nothing, an invented id is the fabrication
-    ``ungrounded`` exists for."""
-    return field_name(arg.path) in QUERY_ARGUMENTS or "search" in arg.tool.casefold()
+    """A search input (``intent.is_search``): a query is the model's guess at what to look for; an invented query
+    finds nothing and harms nothing, an invented id is the fabrication ``ungrounded`` exists for."""
+    return is_search(arg.tool, arg.path)
 
 
 def ungrounded(prov: Provenance, spec: Spec) -> Iterator[Violation]:
@@ -101,96 +77,197 @@ def ungrounded(prov: Provenance, spec: Spec) -> Iterator[Violation]:
 
 
 def taint(prov: Provenance, spec: Spec) -> Iterator[Violation]:
-    """A privileged call's argument that only untrusted free text supplied (see the module docstring)."""
+    """A privileged call's value that untrusted content supplied, on strong evidence (the module docstring)."""
+    yield from _flows(prov, spec, TAINT)
+
+
+def untrusted_flow(prov: Provenance, spec: Spec) -> Iterator[Violation]:
+    """A privileged call's value that untrusted content supplied, on weaker evidence: shown for a reviewer."""
+    yield from _flows(prov, spec, UNTRUSTED_FLOW)
+
+
+TAINT, UNTRUSTED_FLOW = "taint", "untrusted_flow"
+
+
+def judgements(prov: Provenance, spec: Spec) -> list[tuple[Argument, Judgement]]:
+    """Every privileged argument of the run, judged in order (once per run: both tiers read the same list)."""
+    cached = prov.judged
+    if cached is not None and cached[0] is spec:
+        return cached[1]
+    out = [(arg, judge(arg, prov, spec)) for arg in prov if arg.tool in spec.privileged]
+    prov.judged = (spec, out)
+    return out
+
+
+def _flows(prov: Provenance, spec: Spec, tier: str) -> Iterator[Violation]:
     if not spec.taint_declared:
         return
-    asked = AskedFor()
-    for arg in prov:
-        if arg.tool not in spec.privileged:
+    unrecorded = not prov.user_text.strip()
+    for arg, judged in judgements(prov, spec):
+        if judged.tier != tier:
             continue
-        judged = asked.judge(arg, prov, spec)
-        if judged.tainted:
-            bad = sorted({o.source for o in judged.origins})
-            what = (
-                f"argument {arg.path} contains {arg.value!r}, which"
-                if arg.embedded
-                else f"argument {arg.path}={arg.value!r}"
-            )
-            yield Violation(
-                "taint",
-                spec.severity("taint"),
-                arg.step,
-                arg.tool,
-                f"{what} came from untrusted {', '.join(bad)}, not from the user",
-                source=bad[0].removeprefix("tool:"),
-            )
+        bad = sorted({o.source for o in judged.origins})
+        what = (
+            f"argument {arg.path} contains {arg.value!r}, which"
+            if arg.embedded
+            else f"argument {arg.path}={arg.value!r}"
+        )
+        note = "; the user's input was not recorded" if unrecorded else ""
+        yield Violation(
+            tier,
+            spec.severity(tier),
+            arg.step,
+            arg.tool,
+            f"{what} came from untrusted {', '.join(bad)}, not from the user ({judged.weighed()}){note}",
+            source=bad[0].removeprefix("tool:"),
+        )
+
+
+@fast_init
+@dataclass(frozen=True)
+class Evidence:
+    """One piece of evidence about a value that reached a privileged call from untrusted content."""
+
+    kind: str
+    """One of ``EVIDENCE_FOR`` or ``EVIDENCE_AGAINST``."""
+    detail: str
+    """Where it was seen: the source, the step, the site or the call."""
+
+    @property
+    def against(self) -> bool:
+        return self.kind in EVIDENCE_AGAINST
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "for": not self.against, "detail": self.detail}
+
+
+EVIDENCE_FOR = {
+    "addresses_agent": "it sits in text that speaks to the agent rather than to the document's reader",
+    "new": "no source the user or a trusted tool supplied holds it",
+    "unrequested_source": "the user did not point the agent at the source it came from",
+}
+EVIDENCE_AGAINST = {
+    "requested_source": "the user pointed the agent at that source or record (by a reference the user wrote, or "
+    "one followed from such a source)",
+    "same_object": "it names an object of the very source it came from (a link on the site read, a form's field "
+    "on the page that listed it)",
+    "code": "it is a short number (4 to 8 digits), as a platform sends to confirm an action the agent started: "
+    "nothing is sent to it or fetched from it",
+}
+"""The kinds of evidence, documented in docs/provenance.md (tests/core/test_taint_evidence.py ties them)."""
 
 
 @fast_init
 @dataclass(frozen=True)
 class Judgement:
-    """Why one argument of a privileged call is or is not taint."""
+    """Why one argument of a privileged call is or is not a flow from untrusted content, and how strong."""
 
-    tainted: bool
+    tier: str | None
+    """``taint`` on strong evidence, ``untrusted_flow`` on weaker evidence, None when it is no such flow."""
     reason: str
     origins: tuple[Origin, ...] = ()
-    """For taint: the untrusted places it came from."""
-    covered: bool = False
-    """Not taint because the user's request covers it (rule 7), though only untrusted text holds it."""
+    """For a flow: the untrusted places it came from."""
+    evidence: tuple[Evidence, ...] = ()
+    """For a flow: the evidence for and against, in that order."""
 
+    @property
+    def tainted(self) -> bool:
+        return self.tier == TAINT
 
-class AskedFor:
-    """A value's verdict follows from its origin in the run, not from the argument that carries it: once the
-    request covered a value (rule 7), every later use of it, in any form, is covered too (a link the user
-    asked the agent to visit, then quoted in the message it posts). Keyed by the value and the forms it
-    matched as."""
-
-    def __init__(self) -> None:
-        self._keys: dict[str, int] = {}
-
-    def judge(self, arg: Argument, prov: Provenance, spec: Spec) -> Judgement:
-        judged = judge(arg, prov, spec)
-        if judged.tainted and self._keys:
-            earlier = next((self._keys[k] for k in (arg.value.casefold(), *arg.matched) if k in self._keys), None)
-            if earlier is not None:
-                return Judgement(False, f"asked for at step {earlier}, earlier in the run")
-        elif judged.covered:
-            for k in (arg.value.casefold(), *arg.matched):
-                self._keys.setdefault(k, arg.step)
-        return judged
+    def weighed(self) -> str:
+        """The evidence in one line: ``for: addresses_agent, new; against: none``."""
+        pro = ", ".join(e.kind for e in self.evidence if not e.against) or "none"
+        con = ", ".join(e.kind for e in self.evidence if e.against) or "none"
+        return f"evidence for: {pro}; against: {con}"
 
 
 def judge(arg: Argument, prov: Provenance, spec: Spec) -> Judgement:
-    """Decide taint for one argument of a privileged call, following the module docstring's order."""
+    """Decide one argument of a privileged call, following the module docstring's order."""
     if USER in arg.sources:
-        return Judgement(False, "supplied by the user")
+        return Judgement(None, "supplied by the user")
     untrusted = {source_name(tool) for tool in spec.untrusted}
     if arg.sources.isdisjoint(untrusted):
-        return Judgement(False, "no untrusted source" if arg.sources else "in no source (ungrounded)")
+        return Judgement(None, "no untrusted source" if arg.sources else "in no source (ungrounded)")
     origins = [o for o in prov.origins(arg) if not o.echo]
     if not origins:
-        return Judgement(False, "only echoed back by the calls it was passed to")
+        return Judgement(None, "only echoed back by the calls it was passed to")
     bad: list[Origin] = []
     good: list[Origin] = []
     for o in origins:
-        (bad if _untrusted(o, spec) else good).append(o)
+        (bad if _untrusted(o, spec) or _speaks_for_record(o, arg, prov, spec) else good).append(o)
     if weak(arg.value):  # rule 4: where a short value also sits says nothing; only a labelled mention does
-        named = [o for o in bad if not o.prose or labelled(arg, [o], prov)]
-        if not named:
-            return Judgement(False, "too short to trace in free text")
-        return Judgement(True, f"named by its label in untrusted {', '.join(_where(o) for o in named)}", tuple(named))
-    if good:
-        return Judgement(False, f"also in trusted {_where(good[0])}")
+        bad = [o for o in bad if not o.prose or labelled(arg, [o], prov)]
+        if not bad:
+            return Judgement(None, "too short to trace in free text")
+    elif good:
+        return Judgement(None, f"also in trusted {_where(good[0])}")
+    if not bad:
+        return Judgement(None, "no untrusted source")
     if arg.embedded and any(prov.sources.copied_whole(o, arg.whole) for o in bad):
         # A channel or file whose name holds injected text, named as it is: a reference, not the agent
         # writing the identifier it contains.
-        return Judgement(False, "the whole argument is a name copied from the source, not text written from it")
+        return Judgement(None, "the whole argument is a name copied from the source, not text written from it")
+    evidence = weigh(arg, bad, prov)
+    strong = _strong(evidence, recorded=bool(prov.user_text.strip()))
+    where = ", ".join(_where(o) for o in bad)
+    return Judgement(TAINT if strong else UNTRUSTED_FLOW, f"only in untrusted {where}", tuple(bad), evidence)
+
+
+def _strong(evidence: tuple[Evidence, ...], recorded: bool) -> bool:
+    """Taint: the text speaks to the agent (and the value is no object of the source itself), or nothing at all
+    speaks against the flow. Without the user's input (``recorded`` False) nothing can be weighed against what
+    the user asked, so only text that speaks to the agent counts."""
+    kinds = {e.kind for e in evidence}
+    if "addresses_agent" in kinds and "same_object" not in kinds:
+        return True
+    return UNOPPOSED and recorded and not any(e.against for e in evidence)
+
+
+UNOPPOSED = False
+"""Off: a flow nothing speaks against (not from a source the user pointed at, no object of its source, no code) is
+not taint unless its text speaks to the agent. Measured (benchmarks/detection.py --loso, the table of ways to
+taint): every fold would choose it, but its precision on the delegated-task suite fell more than 0.1 below its
+precision on the others, the mark of a rule fitted to where it was chosen; and it stands on recognising every way a
+user points at a source, which new tools defeat first. Kept only for that measurement."""
+
+
+def weigh(arg: Argument, origins: list[Origin], prov: Provenance) -> tuple[Evidence, ...]:
+    """The evidence for and against a value that only untrusted content supplied (the module docstring)."""
     request = Request.of(prov)
-    for origin in bad:
-        why = endorsed(arg, origin, prov, request)
-        if why:
-            return Judgement(False, why, covered=True)
-    return Judgement(True, f"only in untrusted {', '.join(_where(o) for o in bad)}", tuple(bad))
+    pro: list[Evidence] = []
+    con: list[Evidence] = []
+    speaking = next((o for o in origins if addresses_agent(o, arg, prov)), None)
+    if speaking is not None:
+        pro.append(Evidence("addresses_agent", f"in {_where(speaking)}"))
+    pro.append(Evidence("new", "in no source the user or a trusted tool supplied"))
+    requested = [o for o in origins if request.requested(o, prov)]
+    unrequested = [o for o in origins if o not in requested]
+    if unrequested:
+        pro.append(Evidence("unrequested_source", f"{_where(unrequested[0])}"))
+    if requested:
+        con.append(Evidence("requested_source", f"{_where(requested[0])}"))
+    call = references(arg.tool, prov.calls.get(arg.step))
+    same = next((why for o in origins if (why := same_object(arg, o, prov, call))), None)
+    if same:
+        con.append(Evidence("same_object", same))
+    if is_code(arg.value):
+        con.append(Evidence("code", f"{arg.value!r} is a short number, as a platform sends to confirm an action"))
+    return (*pro, *con)
+
+
+def _speaks_for_record(origin: Origin, arg: Argument, prov: Provenance, spec: Spec) -> bool:
+    """A value field (a sender, a reply-to) of a record of a tool-level untrusted tool whose free text speaks to the
+    agent: whoever wrote that text also filled the field (the sender of an injected message)."""
+    tool = origin.source.removeprefix("tool:")
+    if origin.prose or tool not in spec.untrusted or tool in spec.untrusted_fields or not origin.field:
+        return False
+    record = record_of(origin.field)
+    own = origin.field[len(record) :] if record else ""
+    # The record's own address (a sender, a reply-to): a scalar field, not an item of a list such as its
+    # participants, and an address rather than an id.
+    if not record or "[" in own or not is_destination(arg.value):
+        return False
+    return addresses_agent(origin, arg, prov)
 
 
 def _untrusted(origin: Origin, spec: Spec) -> bool:
@@ -215,7 +292,7 @@ def _where(origin: Origin) -> str:
 def explain(prov: Provenance, spec: Spec) -> list[dict[str, Any]]:
     """Every traced argument with its sources and why it was or was not ungrounded or taint (``--explain``)."""
     out = []
-    asked = AskedFor()
+    judged_at = {id(arg): judged for arg, judged in judgements(prov, spec)} if spec.taint_declared else {}
     for arg in prov:
         entry = {
             "step": arg.step,
@@ -229,9 +306,19 @@ def explain(prov: Provenance, spec: Spec) -> list[dict[str, Any]]:
             "ungrounded": is_ungrounded(arg),
         }
         if spec.taint_declared and arg.tool in spec.privileged:
-            judged = asked.judge(arg, prov, spec)
-            entry.update(taint=judged.tainted, reason=judged.reason)
+            judged = judged_at[id(arg)]
+            entry.update(
+                taint=judged.tainted,
+                tier=judged.tier,
+                reason=judged.reason,
+                evidence=[e.to_dict() for e in judged.evidence],
+            )
         else:
-            entry.update(taint=None, reason="not a privileged call" if spec.taint_declared else "taint not declared")
+            entry.update(
+                taint=None,
+                tier=None,
+                reason="not a privileged call" if spec.taint_declared else "taint not declared",
+                evidence=[],
+            )
         out.append(entry)
     return out
