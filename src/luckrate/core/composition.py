@@ -24,8 +24,9 @@ of an e-mail address a source holds (``emma.johnson`` from ``emma.johnson@x.exam
 id), and a list the sources hold item by item, joined with ``,``, ``;`` or ``|`` into one string.
 
 What stays ``ungrounded``: placeholders (``AMOUNT_HERE``), made-up ids and addresses, an id one digit
-off, a date no source's month or day supports. The search is bounded: per run, the first
-``MAX_NUMBERS`` distinct numbers and ``MAX_FACTS`` facts of each other kind, one pass over each source.
+off, a date no source's month or day supports. The search is bounded: each source's first ``MAX_TEXT``
+characters, per run the first ``MAX_NUMBERS`` distinct numbers and ``MAX_FACTS`` dates of each kind (read
+once, only when a number or a date is asked about), and a word or a domain searched for once per run.
 """
 
 from __future__ import annotations
@@ -50,21 +51,23 @@ MAX_FACTS = 50_000
 MAX_TEXT = 200_000
 """Characters of each source read for facts (a source's start holds what a model reads)."""
 
-_WORD = re.compile(r"[^\W\d_]{2,}")
 _NUMBER = re.compile(r"(?<![\w.\-/:])[$€£¥₹]?(\d+(?:,\d{3})*(?:\.\d+)?)(?![\w\-/:@]|\.\d)")
 _NUMERIC = re.compile(r"[-+]?\d+(?:\.\d+)?")
 _EMAIL = re.compile(r"([a-z0-9._%+\-]+)@([a-z0-9\-]+(?:\.[a-z0-9\-]+)*\.[a-z]{2,63})")
-_HOST = re.compile(r"(?:https?://)?(?:www\.)?((?:[a-z0-9\-]+\.)+[a-z]{2,63})(?=[/:\s'\"),;]|$)")
 _REFERENCE = re.compile(r"(?:^|_)(?:id|ids|number|no)$|[a-z]Ids?$")
 _LIST = re.compile(r"\s*[,;|]\s*")
 _LOCAL_PARTS = re.compile(r"[._\-+]")
+_LOCAL = re.compile(r"[a-z0-9._%+\-]+")
+_CUTS = r"\s\"'`,;()\[\]{}<>|\\:/=?&#"
+_TOKEN_START = "(?<![^" + _CUTS + "])"
+_TOKEN_END = "(?=$|[" + _CUTS + "]|[.!?*]+(?:$|[" + _CUTS + "]))"
 
 
 @dataclass
 class _Held:
-    """Facts of the sources, each with the position of the first source holding it."""
+    """Numbers and dates of the sources, each with the position of the first source holding it; read only
+    when a number or a date is asked about."""
 
-    words: dict[str, int] = field(default_factory=dict)
     numbers: dict[int, int] = field(default_factory=dict)
     """In hundredths (cents), so sums compare exactly."""
     dates: dict[str, int] = field(default_factory=dict)
@@ -73,58 +76,82 @@ class _Held:
     dated_months: dict[tuple[int, int], int] = field(default_factory=dict)
     """(year, month) of every date."""
     days: dict[int, int] = field(default_factory=dict)
-    locals: dict[str, int] = field(default_factory=dict)
-    domains: dict[str, int] = field(default_factory=dict)
 
 
 class Composition:
-    """What a run's sources hold in parts; read source by source as far as the arguments asked need."""
+    """What a run's sources hold in parts. Each kind of fact is read only when an argument asks about it:
+    numbers and dates source by source as far as needed, a word or a domain by searching for it (most
+    runs ask about none, and a source is cut into facts at most once per kind)."""
 
     def __init__(self, prov: Provenance) -> None:
         self.prov = prov
         self.held = _Held()
-        self.read = 0
-        """Sources read so far (the facts of positions below this are in ``held``)."""
+        self._read = {"numbers": 0, "dates": 0}
+        """Sources read so far for each kind (the facts of positions below it are in ``held``)."""
+        self._folded: list[str] = []
+        self._found: dict[str, tuple[int | None, int]] = {}
+        """pattern -> (the first position holding it or None, positions searched so far)."""
         self._answers: dict[tuple[str, str, int], str | None] = {}
         """(value, argument name, sources before the call) -> ``composed``'s answer: ids recur at every step."""
         self._numbers: tuple[int, list[int], set[int]] = (-1, [], set())
 
-    def _upto(self, step: int) -> int:
-        n = self.prov.sources.before(step)
-        while self.read < n:
-            self._add(self.read, self.prov.sources.text(self.read)[:MAX_TEXT].casefold())
-            self.read += 1
-        return n
+    def _text(self, position: int) -> str:
+        while len(self._folded) <= position:
+            self._folded.append(self.prov.sources.text(len(self._folded))[:MAX_TEXT].casefold())
+        return self._folded[position]
 
-    def _add(self, position: int, text: str) -> None:
+    def _read_up(self, kind: str, n: int) -> None:
         held = self.held
-        _put(held.words, (m[0] for m in _WORD.finditer(text)), position)
-        for m in _NUMBER.finditer(text):
-            if len(held.numbers) >= MAX_NUMBERS:
-                break
-            held.numbers.setdefault(round(float(m[1].replace(",", "")) * 100), position)
-        found = forms.dates(text)
-        _put(held.dates, (key for key, _, _ in found), position)
-        _put(held.dated_months, ((int(k[:4]), int(k[5:7])) for k, _, _ in found if not k.startswith("--")), position)
-        _put(held.months, forms.month_years(text), position)
-        _put(held.days, forms.month_days(text), position)
-        for m in _EMAIL.finditer(text):
-            _put(held.locals, (m[1],), position)
-            _put(held.domains, (m[2].removeprefix("www."),), position)
-        _put(held.domains, (m[1] for m in _HOST.finditer(text)), position)
+        while self._read[kind] < n:
+            position = self._read[kind]
+            text = self._text(position)
+            if kind == "numbers":
+                for m in _NUMBER.finditer(text):
+                    if len(held.numbers) >= MAX_NUMBERS:
+                        break
+                    held.numbers.setdefault(round(float(m[1].replace(",", "")) * 100), position)
+            else:
+                found = forms.dates(text)
+                _put(held.dates, (key for key, _, _ in found), position)
+                dated = ((int(k[:4]), int(k[5:7])) for k, _, _ in found if not k.startswith("--"))
+                _put(held.dated_months, dated, position)
+                _put(held.months, forms.month_years(text), position)
+                _put(held.days, forms.month_days(text), position)
+            self._read[kind] = position + 1
+
+    def _holds(self, needle: str, before: str, after: str, n: int) -> bool:
+        """Whether a source below position ``n`` holds ``needle`` (case-folded) with ``before`` and
+        ``after`` (regexes) around it; a C substring search first, the regex only where it occurs."""
+        key = before + needle + after
+        first, searched = self._found.get(key, (None, 0))
+        if first is None and searched < n:
+            compiled = re.compile(before + re.escape(needle) + after)
+            for position in range(searched, n):
+                text = self._text(position)
+                if needle in text and compiled.search(text):
+                    first = position
+                    break
+            self._found[key] = (first, n if first is None else first + 1)
+        return first is not None and first < n
+
+    def _word(self, word: str, n: int) -> bool:
+        return self._holds(word, r"(?<![^\W\d_])", r"(?![^\W\d_])", n)
+
+    def _domain(self, domain: str, n: int) -> bool:
+        return self._holds(domain, r"(?<![a-z0-9\-])", r"(?![a-z0-9\-]|\.[a-z0-9])", n)
 
     def another_form(self, arg: Argument) -> bool:
         """The value is in an earlier source written another way: an address's local part, or a list
         joined into one string."""
-        n, value = self._upto(arg.step), arg.value.casefold()
-        if "@" not in value and _held(self.held.locals, value, n):
+        n, value = self.prov.sources.before(arg.step), arg.value.casefold()
+        if _LOCAL.fullmatch(value) and self._holds(value + "@", r"(?<![a-z0-9._%+\-])", "", n):
             return True
         parts = _LIST.split(value)
         return len(parts) > 1 and all(p and self._token(p, n) for p in parts)
 
     def composed(self, arg: Argument) -> str | None:
         """How the value was composed from the earlier sources, or None when it was not."""
-        n = self._upto(arg.step)
+        n = self.prov.sources.before(arg.step)
         key = (arg.value, field_name(arg.path, fold=False), n)
         if key not in self._answers:
             self._answers[key] = self._composed(arg.value.strip().casefold(), key[1], n)
@@ -145,16 +172,18 @@ class Composition:
         return None
 
     def _token(self, part: str, n: int) -> bool:
-        positions = self.prov.sources.tokens_of(part)
-        return bool(positions) and positions[0] < n or _held(self.held.words, part, n)
+        """A source below ``n`` holds ``part`` as a token (core/provenance.py's cuts), or as a word."""
+        if part.isalpha():
+            return self._word(part, n)
+        return self._holds(part, _TOKEN_START, _TOKEN_END, n)
 
     def _address(self, value: str, n: int) -> str | None:
         m = _EMAIL.fullmatch(value)
-        if m is None or not _held(self.held.domains, m[2].removeprefix("www."), n):
+        if m is None or not self._domain(m[2].removeprefix("www."), n):
             return None
         parts = [p for p in _LOCAL_PARTS.split(m[1]) if p]
         names = [p for p in parts if len(p) > 1]
-        if not names or not all(p.isalpha() for p in parts) or not all(_held(self.held.words, p, n) for p in names):
+        if not names or not all(p.isalpha() for p in parts) or not all(self._word(p, n) for p in names):
             return None
         return "an address built from names and a domain the sources hold"
 
@@ -162,6 +191,7 @@ class Composition:
         target = round(float(value) * 100)
         if abs(target) < 100 * MIN_SUM:
             return None  # a small number is the sum of almost any two others: no evidence either way
+        self._read_up("numbers", n)
         if self._numbers[0] != n:
             held = [x for x, at in self.held.numbers.items() if at < n]
             self._numbers = (n, held, set(held))
@@ -181,6 +211,7 @@ class Composition:
     def _date(self, dated: tuple[str, bool], value: str, n: int) -> str | None:
         day, timed = dated
         year, month, date = int(day[:4]), int(day[5:7]), int(day[8:10])
+        self._read_up("dates", n)
         held = self.held
         if timed and (_held(held.dates, day, n) or _held(held.dates, "--" + day[5:], n)):
             return "a time on a date the sources hold"
