@@ -172,3 +172,13 @@ def test_the_runs_own_date_from_its_clock():
 def test_a_clock_out_of_the_calendar_is_no_date():
     steps = numbered([Step(0, "act", {"date": "2024-05-19"}, "ok", t=1e300)])
     assert [v.check for v in grade(Trajectory("r", steps, input="Pay"), SPEC).violations] == ["ungrounded"]
+
+
+def test_explain_says_which_of_the_two_it_is():
+    from luckrate.core.checks.grounding import explain
+    from luckrate.core.provenance import trace
+
+    traj = run(read("slot: 2024-05-19 12:00"), act(end="2024-05-19T13:00", to="AMOUNT_HERE"), input="Book it")
+    by_path = {e["path"]: e for e in explain(trace(traj), SPEC)}
+    assert (by_path["end"]["ungrounded"], by_path["end"]["composed"]) == (False, "a time on a date the sources hold")
+    assert (by_path["to"]["ungrounded"], by_path["to"]["composed"]) == (True, None)

@@ -127,6 +127,16 @@ def _from_parts(arg: Argument, prov: Provenance) -> bool:
     return parts.another_form(arg) or parts.composed(arg) is not None
 
 
+def _grounding(arg: Argument, prov: Provenance) -> dict[str, Any]:
+    """``--explain``'s view of the two grounding checks: ``ungrounded`` as the check reports it, and
+    ``composed``, how the value was composed (None when it was not, or is grounded)."""
+    if not is_ungrounded(arg) or arg.value in prov.agents:
+        return {"ungrounded": False, "composed": None}
+    parts = composition.of(prov)
+    how = None if parts.another_form(arg) else parts.composed(arg)
+    return {"ungrounded": how is None and not parts.another_form(arg), "composed": how}
+
+
 def taint(prov: Provenance, spec: Spec) -> Iterator[Violation]:
     """A privileged call's argument that only untrusted free text supplied (see the module docstring)."""
     if not spec.taint_declared:
@@ -253,7 +263,7 @@ def explain(prov: Provenance, spec: Spec) -> list[dict[str, Any]]:
             "looked_up": [arg.value.casefold(), *arg.looked_up],
             "sources": sorted(arg.sources),
             "origins": [o.to_dict() for o in prov.origins(arg)],
-            "ungrounded": is_ungrounded(arg),
+            **_grounding(arg, prov),
         }
         if spec.taint_declared and arg.tool in spec.privileged:
             judged = asked.judge(arg, prov, spec)
