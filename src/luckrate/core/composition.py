@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from luckrate.core import forms
 from luckrate.core.fields import field_name
+from luckrate.core.provenance import tokens
 
 if TYPE_CHECKING:
     from luckrate.core.provenance import Argument, Provenance
@@ -58,15 +59,12 @@ _REFERENCE = re.compile(r"(?:^|_)(?:id|ids|number|no)$|[a-z]Ids?$")
 _LIST = re.compile(r"\s*[,;|]\s*")
 _LOCAL_PARTS = re.compile(r"[._\-+]")
 _LOCAL = re.compile(r"[a-z0-9._%+\-]+")
-_CUTS = r"\s\"'`,;()\[\]{}<>|\\:/=?&#"
-_TOKEN_START = "(?<![^" + _CUTS + "])"
-_TOKEN_END = "(?=$|[" + _CUTS + "]|[.!?*]+(?:$|[" + _CUTS + "]))"
 
 
 @dataclass
 class _Held:
-    """Numbers and dates of the sources, each with the position of the first source holding it; read only
-    when a number or a date is asked about."""
+    """Facts of the sources, each with the position of the first source holding it. Each kind is read
+    only when an argument asks about it, source by source as far as that argument's call."""
 
     numbers: dict[int, int] = field(default_factory=dict)
     """In hundredths (cents), so sums compare exactly."""
@@ -76,23 +74,28 @@ class _Held:
     dated_months: dict[tuple[int, int], int] = field(default_factory=dict)
     """(year, month) of every date."""
     days: dict[int, int] = field(default_factory=dict)
+    words: dict[str, int] = field(default_factory=dict)
+    tokens: dict[str, int] = field(default_factory=dict)
+    locals: dict[str, int] = field(default_factory=dict)
+    """The local parts of e-mail addresses."""
+    domains: dict[str, int] = field(default_factory=dict)
+    """The domains of e-mail addresses and the hosts of links (without ``www.``)."""
 
 
 class Composition:
-    """What a run's sources hold in parts. Each kind of fact is read only when an argument asks about it:
-    numbers and dates source by source as far as needed, a word or a domain by searching for it (most
-    runs ask about none, and a source is cut into facts at most once per kind)."""
+    """What a run's sources hold in parts. Each kind of fact is read only when an argument asks about
+    it (most runs ask about none), each source at most once per kind: linear in the sources."""
 
     def __init__(self, prov: Provenance) -> None:
         self.prov = prov
         self.held = _Held()
-        self._read = {"numbers": 0, "dates": 0}
+        self._read = {"numbers": 0, "dates": 0, "words": 0, "addresses": 0}
         """Sources read so far for each kind (the facts of positions below it are in ``held``)."""
         self._folded: list[str] = []
-        self._found: dict[str, tuple[int | None, int]] = {}
-        """pattern -> (the first position holding it or None, positions searched so far)."""
         self._answers: dict[tuple[str, str, int], str | None] = {}
         """(value, argument name, sources before the call) -> ``composed``'s answer: ids recur at every step."""
+        self._other: dict[tuple[str, str, int], bool] = {}
+        """(value, "", sources before the call) -> ``another_form``'s answer (both checks ask)."""
         self._numbers: tuple[int, list[int], set[int]] = (-1, [], set())
 
     def _text(self, position: int) -> str:
@@ -101,51 +104,33 @@ class Composition:
         return self._folded[position]
 
     def _read_up(self, kind: str, n: int) -> None:
-        held = self.held
         while self._read[kind] < n:
             position = self._read[kind]
-            text = self._text(position)
-            if kind == "numbers":
-                for m in _NUMBER.finditer(text):
-                    if len(held.numbers) >= MAX_NUMBERS:
-                        break
-                    held.numbers.setdefault(round(float(m[1].replace(",", "")) * 100), position)
-            else:
-                found = forms.dates(text)
-                _put(held.dates, (key for key, _, _ in found), position)
-                dated = ((int(k[:4]), int(k[5:7])) for k, _, _ in found if not k.startswith("--"))
-                _put(held.dated_months, dated, position)
-                _put(held.months, forms.month_years(text), position)
-                _put(held.days, forms.month_days(text), position)
+            _READERS[kind](self.held, self._text(position), position)
             self._read[kind] = position + 1
 
-    def _holds(self, needle: str, before: str, after: str, n: int) -> bool:
-        """Whether a source below position ``n`` holds ``needle`` (case-folded) with ``before`` and
-        ``after`` (regexes) around it; a C substring search first, the regex only where it occurs."""
-        key = before + needle + after
-        first, searched = self._found.get(key, (None, 0))
-        if first is None and searched < n:
-            compiled = re.compile(before + re.escape(needle) + after)
-            for position in range(searched, n):
-                text = self._text(position)
-                if needle in text and compiled.search(text):
-                    first = position
-                    break
-            self._found[key] = (first, n if first is None else first + 1)
-        return first is not None and first < n
-
     def _word(self, word: str, n: int) -> bool:
-        return self._holds(word, r"(?<![^\W\d_])", r"(?![^\W\d_])", n)
+        self._read_up("words", n)
+        return _held(self.held.words, word, n)
 
     def _domain(self, domain: str, n: int) -> bool:
-        return self._holds(domain, r"(?<![a-z0-9\-])", r"(?![a-z0-9\-]|\.[a-z0-9])", n)
+        self._read_up("addresses", n)
+        return _held(self.held.domains, domain, n)
 
     def another_form(self, arg: Argument) -> bool:
         """The value is in an earlier source written another way: an address's local part, or a list
         joined into one string."""
-        n, value = self.prov.sources.before(arg.step), arg.value.casefold()
-        if _LOCAL.fullmatch(value) and self._holds(value + "@", r"(?<![a-z0-9._%+\-])", "", n):
-            return True
+        n = self.prov.sources.before(arg.step)
+        key = (arg.value, "", n)
+        if key not in self._other:
+            self._other[key] = self._another_form(arg.value.casefold(), n)
+        return self._other[key]
+
+    def _another_form(self, value: str, n: int) -> bool:
+        if _LOCAL.fullmatch(value):
+            self._read_up("addresses", n)
+            if _held(self.held.locals, value, n):
+                return True
         parts = _LIST.split(value)
         return len(parts) > 1 and all(p and self._token(p, n) for p in parts)
 
@@ -175,7 +160,8 @@ class Composition:
         """A source below ``n`` holds ``part`` as a token (core/provenance.py's cuts), or as a word."""
         if part.isalpha():
             return self._word(part, n)
-        return self._holds(part, _TOKEN_START, _TOKEN_END, n)
+        self._read_up("words", n)
+        return _held(self.held.tokens, part, n)
 
     def _address(self, value: str, n: int) -> str | None:
         m = _EMAIL.fullmatch(value)
@@ -232,6 +218,51 @@ class Composition:
         if segments and all(self._token(s, n) and (len(s) > 2 or not s.isalpha()) for s in segments):
             return "a path whose every part the sources hold"
         return None
+
+
+def _read_numbers(held: _Held, text: str, position: int) -> None:
+    for m in _NUMBER.finditer(text):
+        if len(held.numbers) >= MAX_NUMBERS:
+            return
+        held.numbers.setdefault(round(float(m[1].replace(",", "")) * 100), position)
+
+
+def _read_dates(held: _Held, text: str, position: int) -> None:
+    found = forms.dates(text)
+    _put(held.dates, (key for key, _, _ in found), position)
+    _put(held.dated_months, ((int(k[:4]), int(k[5:7])) for k, _, _ in found if not k.startswith("--")), position)
+    _put(held.months, forms.month_years(text), position)
+    _put(held.days, forms.month_days(text), position)
+
+
+def _read_words(held: _Held, text: str, position: int) -> None:
+    _put(held.words, _WORD.findall(text), position)
+    _put(held.tokens, tokens(text), position)
+
+
+def _read_addresses(held: _Held, text: str, position: int) -> None:
+    at = text.find("@")
+    while at != -1:
+        local = _LOCAL_BEFORE.search(text[max(0, at - 64) : at])
+        domain = _DOMAIN_AFTER.match(text, at + 1)
+        if local and domain:
+            _put(held.locals, (local[0],), position)
+            _put(held.domains, (domain[0].removeprefix("www."),), position)
+        at = text.find("@", at + 1)
+    for mark, skip in (("://", 3), ("www.", 0)):
+        at = text.find(mark)
+        while at != -1:
+            host = _HOST.match(text, at + skip)
+            if host:
+                _put(held.domains, (host[1],), position)
+            at = text.find(mark, at + len(mark))
+
+
+_READERS = {"numbers": _read_numbers, "dates": _read_dates, "words": _read_words, "addresses": _read_addresses}
+_WORD = re.compile(r"[^\W\d_]{2,}")
+_LOCAL_BEFORE = re.compile(r"[a-z0-9._%+\-]{1,64}$")
+_DOMAIN_AFTER = re.compile(r"[a-z0-9\-]+(?:\.[a-z0-9\-]+)*\.[a-z]{2,63}")
+_HOST = re.compile(r"(?:www\.)?((?:[a-z0-9\-]+\.)+[a-z]{2,63})")
 
 
 def of(prov: Provenance) -> Composition:
