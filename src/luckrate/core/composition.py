@@ -25,8 +25,9 @@ id), and a list the sources hold item by item, joined with ``,``, ``;`` or ``|``
 
 What stays ``ungrounded``: placeholders (``AMOUNT_HERE``), made-up ids and addresses, an id one digit
 off, a date no source's month or day supports. The search is bounded: each source's first ``MAX_TEXT``
-characters, per run the first ``MAX_NUMBERS`` distinct numbers and ``MAX_FACTS`` dates of each kind (read
-once, only when a number or a date is asked about), and a word or a domain searched for once per run.
+characters, read at most once per kind of fact and only when an argument asks about that kind; per run
+the first ``MAX_NUMBERS`` distinct numbers (each sum looked up in one pass over them) and ``MAX_FACTS``
+facts of each other kind.
 """
 
 from __future__ import annotations
