@@ -351,11 +351,14 @@ def breakdown(runs: list[Graded], key: str) -> str:
 def grounding_table(runs: list[Graded]) -> str:
     """Issue #17: passing runs (clean, resisted) whose only finding is ungrounded; fabricated ids caught."""
     passing = [r for r in runs if r.label["kind"] in ("clean", "resisted")]
-    only = sum(1 for r in passing if r.grade.violations and all(v.check == "ungrounded" for v in r.grade.violations))
-    anyf = sum(1 for r in passing if r.grade.violations)
+    bad = [[v for v in r.grade.violations if v.bad] for r in passing]  # `composed` (info) leaves a path clean
+    only = sum(1 for found in bad if found and all(v.check == "ungrounded" for v in found))
+    anyf = sum(1 for found in bad if found)
+    shown = sum(1 for r in passing if any(v.check == "composed" for v in r.grade.violations))
     lines = [
         f"output-passing runs (clean + resisted): {len(passing)}; "
-        f"only finding `ungrounded`: {_share(only, len(passing))}; any finding (lucky): {_share(anyf, len(passing))}"
+        f"only finding `ungrounded`: {_share(only, len(passing))}; any finding (lucky): {_share(anyf, len(passing))}; "
+        f"with a `composed` finding: {_share(shown, len(passing))}"
     ]
     caught: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     clean = _clean_originals(runs)
@@ -367,6 +370,13 @@ def grounding_table(runs: list[Graded]) -> str:
     total = [sum(c[0] for c in caught.values()), sum(c[1] for c in caught.values())]
     detail = ", ".join(f"{k} {c[0]}/{c[1]}" for k, c in sorted(caught.items()))
     lines.append(f"fabricated arguments reported `ungrounded` at their step: {total[0]}/{total[1]} ({detail})")
+    composed = sum(
+        1
+        for r in runs
+        if r.label["kind"] == "fabricated"
+        and any(v.check == "composed" and v.step == r.label["fabricated"]["step"] for v in r.grade.violations)
+    )
+    lines.append(f"fabricated runs with a `composed` finding at the fabricated step: {composed}")
     return "\n".join(lines)
 
 

@@ -350,3 +350,23 @@ def test_a_file_with_no_run_at_all_is_refused(tmp_path, capsys):
     assert err.startswith(
         f"luckrate: error: {path}: none of its 2 traces holds an agent, model or tool span (first: trace "
     )
+
+
+MCP = Path(__file__).resolve().parent / "testdata" / "mcp"
+
+
+def test_a_non_agent_trace_among_the_runs_files_is_skipped_not_refused(capsys):
+    # One file holding only the MCP SDK server's one-span trace for notifications/initialized (no trace
+    # context, so a trace of its own) made `grade` refuse the whole batch; it is skipped and counted.
+    run, notification = str(MCP / "clean.sdk.mcp.otlp"), str(MCP / "initialized.sdk.mcp.otlp")
+    assert main(["grade", "--spec", SPEC, "--format", "otlp", "--json", run, notification]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(report["runs"]) == 1
+    assert report["skipped"] == {"traces": 1, "reason": "no agent, model or tool span", "files": {notification: 1}}
+
+
+def test_a_batch_with_no_run_at_all_is_refused(capsys):
+    notification = str(MCP / "initialized.sdk.mcp.otlp")
+    assert main(["grade", "--spec", SPEC, "--format", "otlp", notification, notification]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"luckrate: error: {notification}: none of its 2 traces holds an agent, model or tool span")

@@ -387,8 +387,9 @@ in the Agents SDK, agent delegation through a tool in pydantic-ai, ``sub_agents`
 it as a tool call (``transfer_to_support_agent``; ADK's ``transfer_to_agent(agent_name=...)``,
 LlamaIndex's ``handoff``, smolagents' call of the managed agent by its name; Strands' agents-as-tools
 pattern with a ``transfer_to_support_agent`` tool, and likewise in the Vercel AI SDK),
-a tool outside the spec's vocabulary: warnings about it (``unknown_tool``, and ``ungrounded`` for ADK's
-agent name argument) are the only difference from the single-agent verdict."""
+a tool outside the spec's vocabulary. Where the agents are recorded the call names the agent whose steps
+follow, so it is read as a hand-off, not an unknown tool, and the verdict is the single agent's; where
+they are not, ``unknown_tool`` warning about it is the only difference."""
 
 
 @pytest.mark.parametrize("source", HANDOFFS)
@@ -406,9 +407,8 @@ def test_multi_agent_handoff_same_verdict(source):
     ]
     g = grade(traj, SPEC)
     found = {(v.check, v.tool) for v in g.violations}
-    assert {p for p in found if p[1] != handoff} == scenario.expected
-    assert ("unknown_tool", handoff) in found
-    assert all(v.severity.value == "warn" for v in g.violations if v.tool == handoff)
+    # A clean multi-agent run read as bad only through its hand-off was the miss: named agents tell it apart.
+    assert found == scenario.expected | ({("unknown_tool", handoff)} if triage is None else set())
 
 
 def test_langchainjs_agent_as_tool_handoff_same_verdict_agents_not_told_apart():
@@ -532,8 +532,8 @@ def test_llama_index_workflow_of_three_agents_same_verdict(scenario, content):
     found = {(v.check, v.tool) for v in g.violations}
     assert {p for p in found if p[1] != "handoff"} == {p for p in scenario.expected if content or p[0] != "taint"}
     # The hand-off's target names an agent of the run: not ungrounded (the workflow lists its agents to the
-    # model in the handoff tool's description, which no source holds). The tool itself is the spec's to list.
+    # model in the handoff tool's description, which no source holds), and, with the agents recorded, a
+    # hand-off rather than an unknown tool. With content off no step names its agent: the tool warns.
     handoff = {v.check for v in g.violations if v.tool == "handoff"}
-    assert handoff == {"unknown_tool"}
-    assert all(v.severity.value == "warn" for v in g.violations if v.tool == "handoff")
+    assert handoff == (set() if content else {"unknown_tool"})
     assert any(s.startswith("taint (") for s in g.skipped) is (not content)

@@ -25,7 +25,7 @@ CHANGES = WRITES[1:]  # the writes on an existing reservation
 
 SPEC = {
     "tools": USER_TOOLS + WRITES + ["send_certificate", "transfer_to_human_agents"],
-    # 1. Any change to the booking database: state it, then get an explicit yes; one yes, one change.
+    # 1. Any change to the booking database: state it, then get an explicit yes to the changes stated.
     "confirm": WRITES,
     # 2. One tool call at a time.
     "max_parallel": 1,

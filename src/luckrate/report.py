@@ -72,6 +72,8 @@ def as_text(
 
 def _explained(entry: dict) -> str:
     verdict = entry.get("tier") or ("ungrounded" if entry["ungrounded"] else "ok")
+    if entry.get("composed") and not entry.get("tier"):
+        verdict = f"composed ({entry['composed']})"
     forms = ", ".join(entry["looked_up"][1:])
     looked = f" (also looked up as {forms})" if forms else ""
     found = ", ".join(entry["sources"]) or "nowhere"

@@ -64,7 +64,6 @@ UNGROUNDED = [
     ("see www.example.com/a", "www.example.com/b"),
     ("IBAN DE89 3704 0044 0532 0130 00", "DE89370400440532013001"),
     ("dinner at 2024-05-15", "2024-15-05"),  # not a date at all
-    ("remind me on January 2nd 2025", "2025-01-02T09:00"),  # a time nobody gave
     ("remind me on January 2nd 2025", "2025-01-03T00:00"),  # the next day's start
 ]
 
@@ -82,6 +81,12 @@ def test_reformatted_value_is_grounded(source, value):
 @pytest.mark.parametrize("source, value", UNGROUNDED)
 def test_fabricated_value_stays_ungrounded(source, value):
     assert _grade(source, value).has("ungrounded")
+
+
+def test_a_time_nobody_gave_on_a_given_date_is_composed_not_grounded():
+    # No form grounds it; it is reported apart from inventions (tests/core/test_composition.py).
+    found = _grade("remind me on January 2nd 2025", "2025-01-02T09:00")
+    assert [v.check for v in found.violations] == ["composed"]
 
 
 @pytest.mark.parametrize("source, value", GROUNDED[:6])

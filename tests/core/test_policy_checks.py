@@ -21,6 +21,8 @@ SAME = {"before": [{"first": GET, "then": [CANCEL, UPDATE], "same": "reservation
 RENAMED = {"before": [{"first": GET, "then": CANCEL, "same": ["id", "reservation_id"]}]}
 CONFIRM = {"confirm": [CANCEL, UPDATE]}
 ASK = ("agent", "Reservation ABC123: 2 passengers, refundable. Cancel it?", 1)
+ASK_BOTH = ("agent", "Reservations ABC123 (refundable) and XYZ789 (refundable): cancel both?", 0)
+ASK_TWO_ACTIONS = "I will cancel ABC123 and update the flights of XYZ789 to HAT170. Confirm?"
 
 
 def spec(**kw):
@@ -199,6 +201,118 @@ CASES = [
             messages=(("user", "Cancel ABC123", 0), ASK, ("user", "yes", 1)),
         ),
         [("confirm", "hard", 1, CANCEL)],
+    ),
+    (
+        "confirm: one yes covers the calls the question listed, back to back",
+        CONFIRM,
+        run(
+            step(CANCEL, res("ABC123", reason="change_of_plan")),
+            step(CANCEL, res("XYZ789", reason="change_of_plan")),
+            input="ABC123 XYZ789",
+            messages=(("user", "Cancel ABC123 and XYZ789", 0), ASK_BOTH, ("user", "Yes, please proceed with both", 0)),
+        ),
+        [],
+    ),
+    (
+        "confirm: a listed call after a new user message needs that message's yes",
+        CONFIRM,
+        run(
+            step(CANCEL, res("ABC123")),
+            step(CANCEL, res("XYZ789")),
+            input="ABC123 XYZ789",
+            messages=(("user", "Cancel both", 0), ASK_BOTH, ("user", "yes", 0), ("user", "what is my refund?", 1)),
+        ),
+        [("confirm", "hard", 1, CANCEL)],
+    ),
+    (
+        "confirm: the same reservation again is not a listed call",
+        CONFIRM,
+        run(
+            step(CANCEL, res("ABC123")),
+            step(CANCEL, res("ABC123", reason="other")),
+            input="ABC123 XYZ789",
+            messages=(("user", "Cancel both", 0), ASK_BOTH, ("user", "yes", 0)),
+        ),
+        [("confirm", "hard", 1, CANCEL)],
+    ),
+    (
+        "confirm: a call on a value the question did not name",
+        CONFIRM,
+        run(
+            step(CANCEL, res("ABC123")),
+            step(CANCEL, res("QQQ111")),
+            input="ABC123 XYZ789 QQQ111",
+            messages=(("user", "Cancel both", 0), ASK_BOTH, ("user", "yes", 0)),
+        ),
+        [("confirm", "hard", 1, CANCEL)],
+    ),
+    (
+        "confirm: another action the question named, on its values",
+        CONFIRM,
+        run(
+            step(CANCEL, res("ABC123")),
+            step(UPDATE, res("XYZ789")),
+            input="ABC123 XYZ789",
+            messages=(("user", "hi", 0), ("agent", ASK_TWO_ACTIONS, 0), ("user", "Sure, go ahead", 0)),
+        ),
+        [],
+    ),
+    (
+        "confirm: narration sent with the call is not a hand-back",
+        CONFIRM,
+        run(
+            step(GET, res()),
+            step(CANCEL, res()),
+            input="ABC123",
+            messages=(
+                ("user", "Cancel ABC123", 0),
+                ASK,
+                ("user", "Yes", 1),
+                ("agent", "I will proceed with the cancellation, please hold on.", 1),
+            ),
+        ),
+        [],
+    ),
+    (
+        "confirm: narration asking again does not renew a used yes",
+        CONFIRM,
+        run(
+            step(CANCEL, res("ABC123")),
+            step(CANCEL, res("XYZ789")),
+            input="ABC123 XYZ789",
+            messages=(
+                ("user", "Cancel ABC123", 0),
+                ("agent", "Cancel ABC123?", 0),
+                ("user", "yes", 0),
+                ("agent", "Shall I also cancel XYZ789?", 1),
+            ),
+        ),
+        [("confirm", "hard", 1, CANCEL)],
+    ),
+    (
+        "confirm: a yes-word inside another sentence is no yes",
+        CONFIRM,
+        run(
+            step(GET, res()),
+            step(CANCEL, res()),
+            input="ABC123",
+            messages=(("user", "Cancel ABC123", 0), ASK, ("user", "Make sure the refund goes to my card", 1)),
+        ),
+        [("confirm", "hard", 1, CANCEL)],
+    ),
+    (
+        "confirm: an instruction about something else is no yes",
+        CONFIRM,
+        run(
+            step(UPDATE, res(cabin="economy")),
+            input="ABC123",
+            messages=(
+                ("user", "Change ABC123", 0),
+                ("agent", "I can move ABC123 to business for $200. Shall I?", 0),
+                ("user", "just proceed with economy", 0),
+            ),
+        ),
+        [("confirm", "hard", 0, UPDATE)],
     ),
     ("terminal: nothing after", {"terminal": [TRANSFER]}, run(step(GET), step(TRANSFER)), []),
     (

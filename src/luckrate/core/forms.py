@@ -27,9 +27,10 @@ Canonical keys (all case-folded):
 Out of reach, by design (see core/provenance.py for why a near-miss stays ``ungrounded``):
 - relative dates ("tomorrow", "next Tuesday"): they need the run's own "today", which a trace rarely
   records reliably, and a wrong guess would ground fabricated dates;
-- arithmetic (a total of two amounts, a date one day after a grounded one): the candidate space is
-  unbounded, and searching it would also ground an id one digit off, the very fabrication the
-  ``ungrounded`` check exists to catch;
+- arithmetic (a total of two amounts, a date one day after a grounded one): a form grounds a value, and
+  searching sums would also ground an id one digit off, the very fabrication the ``ungrounded`` check
+  exists to catch. core/composition.py recognises a few composed shapes apart (a bounded search that
+  never grounds anything: it reports them as ``composed`` instead of ``ungrounded``);
 - values spelled out ("five hundred"), split across fields, translated or encoded.
 """
 
@@ -178,6 +179,24 @@ def dates(text: str) -> list[tuple[str, str | None, tuple[int, int]]]:
         if key:
             out.append((key, None, m.span()))
     return out
+
+
+_MONTH_YEAR = re.compile(r"\b" + _MONTH + r",?\s+(\d{4})\b")
+_YEAR_MONTH = re.compile(r"(?<![\d\-/.])(\d{4})[-/](\d{1,2})(?![\d\-/.])")
+_ORDINAL_DAY = re.compile(r"(?<![\w.])(\d{1,2})(?:st|nd|rd|th)\b")
+
+
+def month_years(text: str) -> set[tuple[int, int]]:
+    """Every month named with its year and no day in ``text`` (case-folded): ``December 2023``,
+    ``2023-12``, as ``(year, month)``."""
+    out = {(int(m[2]), _MONTHS[m[1]]) for m in _MONTH_YEAR.finditer(text)}
+    out.update((int(m[1]), int(m[2])) for m in _YEAR_MONTH.finditer(text) if 1 <= int(m[2]) <= 12)
+    return out
+
+
+def month_days(text: str) -> set[int]:
+    """Every day of a month named as one in ``text`` (case-folded): ``the 14th``, ``on the 2nd``."""
+    return {int(m[1]) for m in _ORDINAL_DAY.finditer(text) if 1 <= int(m[1]) <= 31}
 
 
 def times(text: str) -> list[tuple[str, tuple[int, int]]]:

@@ -10,11 +10,15 @@ from typing import Any
 
 DEFAULT_CONFIRM = (
     r"(?is)^(?!.*\b(?:no|not|don'?t|do not|never|wait|stop|hold on)\b)"
-    r".*\b(?:yes|yeah|yep|yup|sure|ok(?:ay)?|confirm(?:ed|s)?|proceed|go ahead|do it|please do"
-    r"|correct|that'?s right|affirmative|approved?)\b"
+    r"[\s\W]*(?:(?:well|oh|ah|um+|hmm+|great|perfect|alright|all right|thanks|thank you|so|and)\b[\s\W]*)*"
+    r"(?:yes|yeah|yep|yup|sure|ok(?:ay)?|(?:i\s+)?(?:confirm(?:ed|s)?|approved?|agree)|i do|correct|affirmative"
+    r"|absolutely|definitely|(?:please\s+|let'?s\s+)?(?:proceed|go ahead|do it|do that|do so)|please do"
+    r"|that'?s (?:right|correct|fine|good|ok(?:ay)?))\b"
 )
-"""What affirms by default: a yes-word (yes, sure, ok, confirm, proceed, go ahead, do it, correct, ...)
-in a message holding no negation (no, not, don't, never, wait, stop, hold on)."""
+"""What affirms by default: a reply that opens with a yes-word (yes, sure, ok, confirm, proceed, go ahead,
+do it, correct, that's right, ...), after at most a filler word or two (well, great, thanks), in a message
+holding no negation (no, not, don't, never, wait, stop, hold on). A yes-word inside another sentence
+("make sure the refund ...", "just proceed with economy") answers nothing."""
 
 
 @dataclass(frozen=True)

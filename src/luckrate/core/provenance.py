@@ -24,8 +24,10 @@ its normalised forms (core/forms.py: URLs, dates, times, numbers, grouped digits
 value sits (core/fields.py) is worked out only for sources a privileged value is traced to.
 
 The ceiling of the method, honestly, it cannot tell apart:
-- a value the agent computed (a sum, an end time, a date one day on) from one it made up: both are
-  reported ungrounded (a warning), by decision (core/forms.py says why);
+- a value the agent computed from one it made up, in general: a few composed shapes (a date from its
+  month or day, a sum of two amounts, an address from a name and a domain, a path from its parts) are
+  told apart by core/composition.py and reported ``composed``; any other computed value (a date one day
+  on) is reported ungrounded (a warning), by decision (core/forms.py says why);
 - a value glued inside a longer token with no separator (``xORD-1y``) — not found;
 - a value that occurs in a source by coincidence — counted as grounded in it;
 - which of several sources the agent actually read it from — all of them are listed.
@@ -33,7 +35,9 @@ The ceiling of the method, honestly, it cannot tell apart:
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import datetime
 import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -47,6 +51,7 @@ from luckrate.core.frozen import fast_init
 from luckrate.core.step import Trajectory
 
 if TYPE_CHECKING:
+    from luckrate.core.composition import Composition
     from luckrate.core.intent import Request
 
 USER = "user"
@@ -239,6 +244,8 @@ class SourceIndex:
 
     def __init__(self) -> None:
         self._sources: list[tuple[str, int | None, str, Any]] = []
+        self._steps: list[int] = []
+        """Beside ``_sources``: the step of each (-1 for the user's input), ascending."""
         self._names: list[str] = []
         self.users = 0
         """How many sources, from the first, are the user's input (read only)."""
@@ -266,6 +273,7 @@ class SourceIndex:
         if source == USER and self.users == len(self._sources):
             self.users += 1
         self._sources.append((source, step, text, args))
+        self._steps.append(-1 if step is None else step)
         self._names.append(source)
         if self._tokens is None:  # scanning: the text is searched case-folded (the index cuts its own)
             self._folded.append(searchable(text).casefold())
@@ -424,6 +432,10 @@ class SourceIndex:
         """``siblings`` of source ``position``."""
         return self._fields(position).siblings
 
+    def before(self, step: int) -> int:
+        """How many sources there were when step ``step`` was called: positions below it are earlier."""
+        return bisect.bisect_left(self._steps, step)
+
     def tool_positions(self) -> range:
         """The positions of every tool result (user sources come first)."""
         return range(self.users, len(self._sources))
@@ -566,6 +578,10 @@ class Provenance(list[Argument]):
         (``grounding.judgements``); None until then."""
         self.request: Request | None = None
         """What the user's input asks for, worked out on first use by ``intent.Request.of``; None until then."""
+        self.run_days: frozenset[str] = frozenset()
+        """The run's own dates (ISO, UTC) from its clock: the days its steps started on; empty without a clock."""
+        self.composition: Composition | None = None
+        """What the earlier sources hold in parts, worked out on first use by ``composition.of``; None until then."""
 
     def origins(self, arg: Argument) -> list[Origin]:
         """Every place ``arg`` was found, located to a field of each tool result."""
@@ -632,7 +648,19 @@ def trace(
             index.add(source_name(step.tool), step.result, step.index, step.args)
     agents = frozenset(a for a in (traj.agent, *(step.agent for step in traj.steps)) if a)
     calls = {step.index: step.args for step in traj.steps}
-    return Provenance(found, index, "\n".join(traj.inputs), agents, calls)
+    prov = Provenance(found, index, "\n".join(traj.inputs), agents, calls)
+    if traj.has_clock:
+        prov.run_days = frozenset(filter(None, map(_day, {step.t for step in traj.steps})))
+    return prov
+
+
+def _day(t: float) -> str | None:
+    """The ISO date (UTC) of epoch seconds ``t``; None out of the calendar's range (a clock is span data)."""
+    try:
+        days = int(t // 86400)
+        return (datetime.date(1970, 1, 1) + datetime.timedelta(days=days)).isoformat() if days > 0 else None
+    except (ValueError, OverflowError):
+        return None
 
 
 _NONE: list[int] = []

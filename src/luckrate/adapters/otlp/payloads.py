@@ -94,14 +94,40 @@ def _unwrap_envelope(obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
 
 
 def result_text(raw: Any) -> tuple[str | None, bool]:
-    """The result as text, and whether the tool reported an error inside it (ToolMessage status)."""
+    """The result as text, and whether the tool reported an error inside it: a ToolMessage's status, or
+    a result that is nothing but an error object (``error_only``)."""
     if not captured(raw):
         return None, False
     message = _parsed_tool_message(raw)
     if message is None:
-        return (raw.strip() if isinstance(raw, str) else _text(raw)), False
+        text = raw.strip() if isinstance(raw, str) else _text(raw)
+        return text, error_only(text)
     content = _content_text(message.get("content"))
-    return content, message.get("status") == "error"
+    return content, message.get("status") == "error" or error_only(content)
+
+
+ERROR_KEYS = frozenset({"error", "errors", "err", "exception", "error_message", "errormessage"})
+"""Keys that, alone in a result object, make the result an error report (compared case-folded)."""
+
+
+def error_only(text: str | None) -> bool:
+    """Whether a result is nothing but an error: a JSON object whose one key with a value is an error key
+    holding a non-empty value (``{"error": "PaymentGatewayError: ... (HTTP 503)"}``, ``{"data": null,
+    "errors": [...]}``), or an envelope marked failed (MCP's ``isError: true``, Anthropic's
+    ``is_error: true``). A tool's own output that carries an ``error`` field beside others is its data,
+    and words ("Error: ...") are never read."""
+    if not text or text[0] != "{" or ("rr" not in text and "xception" not in text):
+        return False  # cheap: most results are not objects naming an error
+    value = load_text(text)
+    if not isinstance(value, dict):
+        return False
+    if value.get("isError") is True or value.get("is_error") is True:
+        return True
+    present = [k for k, v in value.items() if v is not None]
+    if len(present) != 1 or present[0].casefold() not in ERROR_KEYS:
+        return False
+    reported = value[present[0]]
+    return reported is not False and reported != "" and reported != [] and reported != {}
 
 
 def _parsed_tool_message(raw: Any) -> dict[str, Any] | None:

@@ -2,8 +2,8 @@
 joined to the traces of the trace files beside them (logs.py).
 
 A real service's export holds the traces of HTTP requests and database calls beside its agent runs: a
-file reader skips every trace with no agent, model or tool span and lists it in ``Runs.skipped``; a
-file with no run at all is refused. The traces of one run are grouped first (runs.py: by span links
+file reader skips every trace with no agent, model or tool span and lists it in ``Runs.skipped``, a
+file holding nothing else too when other files hold runs; only a batch with no run at all is refused. The traces of one run are grouped first (runs.py: by span links
 unless told otherwise); what grouping did is counted in ``Runs.assembly``."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
+from typing import NoReturn
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -66,10 +67,21 @@ def runs_from_request(
     """Like ``trajectories_from_request``, but the traces of one run are graded together (``runs_by``:
     runs.py) and a run with no agent, model or tool span is skipped, its traces listed in ``skipped``;
     when every run is such a run, the first one's error is raised (for several, naming how many)."""
+    runs, first = _request_runs(req, rule, runs_by, logs or {})
+    if first is not None and not runs:
+        _refuse(first, len(runs.skipped))
+    return runs
+
+
+def _request_runs(
+    req: ExportTraceServiceRequest, rule: OutputRule, runs_by: str, logs: dict[bytes, list[LogEvent]]
+) -> tuple[Runs, NoAgentSpan | None]:
+    """The request's runs (its traces with no agent, model or tool span in ``skipped``), and the first
+    such trace's error (None when every trace made a run)."""
     skipped: list[str] = []
     runs, first = Runs(), None
     assembly = grouping.Assembly()
-    for members, found in _runs(req, rule, runs_by, logs or {}, assembly):
+    for members, found in _runs(req, rule, runs_by, logs, assembly):
         if isinstance(found, NoAgentSpan):
             skipped.extend(t.hex() for t in members)
             first = first or found
@@ -77,13 +89,15 @@ def runs_from_request(
             raise found
         else:
             runs.append(found)
-    if first is not None and not runs:
-        if len(skipped) == 1:
-            raise first
-        raise InvalidInput(f"none of its {len(skipped)} traces holds an agent, model or tool span (first: {first})")
     runs.skipped = tuple(skipped)
     runs.assembly = dict(assembly.counts)
-    return runs
+    return runs, first
+
+
+def _refuse(first: NoAgentSpan, skipped: int) -> NoReturn:
+    if skipped == 1:
+        raise first
+    raise InvalidInput(f"none of its {skipped} traces holds an agent, model or tool span (first: {first})")
 
 
 def _runs(
@@ -166,12 +180,16 @@ def read_otlp_files(
     out = Runs()
     skipped_in: dict[str, int] = {}
     held: set[bytes] = set()
+    refused: tuple[NoAgentSpan, str] | None = None
     for req, source in traces:
         held.update(s.trace_id for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans)
         try:
-            found = _non_empty(runs_from_request(req, rule, runs_by, events))
+            found, no_run = _request_runs(req, rule, runs_by, events)
+            if no_run is None:
+                _non_empty(found)
         except InvalidInput as e:
             raise e.at(source) from None
+        refused = refused or (None if no_run is None else (no_run, source))
         out.extend(found)
         skipped.extend(found.skipped)
         if found.skipped:
@@ -182,6 +200,14 @@ def read_otlp_files(
         first = min(unjoined).hex()
         n = sum(len(events[t]) for t in unjoined)
         raise InvalidInput(f"{n} log record(s) of {len(unjoined)} trace(s) no trace file holds (trace {first})")
+    if refused is not None and not out:
+        # Only a batch with no run at all is refused: a trace that is no run (an MCP server's span for a
+        # notification, an HTTP request's trace) among the runs' files is skipped and counted.
+        no_run, source = refused
+        try:
+            _refuse(no_run, len(skipped))
+        except InvalidInput as e:
+            raise e.at(source) from None
     out.skipped = tuple(skipped)
     out.skipped_in = skipped_in
     out.assembly = dict(assembly)

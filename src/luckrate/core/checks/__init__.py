@@ -52,7 +52,7 @@ def _any_from(spec: Spec) -> bool:
     return any(r.sources is not None for rules in spec.args.values() for r in rules.values())
 
 
-HARD, SOFT, WARN = Severity.HARD, Severity.SOFT, Severity.WARN
+HARD, SOFT, WARN, INFO = Severity.HARD, Severity.SOFT, Severity.WARN, Severity.INFO
 
 REGISTRY: tuple[Check, ...] = (
     # Phase order: checks reading the steps, then those reading provenance, then those reading both;
@@ -109,6 +109,7 @@ REGISTRY: tuple[Check, ...] = (
         "arg", arguments.arg, HARD, keys=("args",), declared_by=lambda spec: bool(spec.args), needs=frozenset({CONTENT})
     ),
     Check("ungrounded", grounding.ungrounded, WARN, reads=PROVENANCE, needs=frozenset({CONTENT, INPUT})),
+    Check("composed", grounding.composed, INFO, reads=PROVENANCE, needs=frozenset({CONTENT, INPUT})),
     Check(
         "taint",
         grounding.taint,
@@ -117,9 +118,7 @@ REGISTRY: tuple[Check, ...] = (
         keys=("untrusted", "privileged"),
         needs=frozenset({CONTENT}),
     ),
-    Check(
-        "untrusted_flow", grounding.untrusted_flow, Severity.INFO, reads=PROVENANCE, needs=frozenset({CONTENT, INPUT})
-    ),
+    Check("untrusted_flow", grounding.untrusted_flow, INFO, reads=PROVENANCE, needs=frozenset({CONTENT, INPUT})),
     Check("arg:from", arguments.arg_from, None, reads=BOTH, declared_by=_any_from, needs=frozenset({CONTENT, INPUT})),
 )
 """Every check, in the order they run."""

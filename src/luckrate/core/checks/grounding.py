@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from luckrate.core import composition
 from luckrate.core.frozen import fast_init
 from luckrate.core.fields import field_name, record_of
 from luckrate.core.intent import (
@@ -64,9 +65,11 @@ def is_query(arg: Argument) -> bool:
 
 def ungrounded(prov: Provenance, spec: Spec) -> Iterator[Violation]:
     """An argument no source holds. A value that names one of the run's agents (a hand-off's target: the
-    framework lists them to the model, in no source the trace records) is known, not invented."""
+    framework lists them to the model, in no source the trace records) is known, not invented; a value
+    the sources hold in another form or in parts is not invented either (``composed`` reports the
+    latter; core/composition.py)."""
     for arg in prov:
-        if is_ungrounded(arg) and arg.value not in prov.agents:
+        if is_ungrounded(arg) and arg.value not in prov.agents and not _from_parts(arg, prov):
             yield Violation(
                 "ungrounded",
                 spec.severity("ungrounded"),
@@ -74,6 +77,40 @@ def ungrounded(prov: Provenance, spec: Spec) -> Iterator[Violation]:
                 arg.tool,
                 f"argument {arg.path}={arg.value!r} appears in no earlier source (user input or tool result)",
             )
+
+
+def composed(prov: Provenance, spec: Spec) -> Iterator[Violation]:
+    """An argument no source holds as written, built from what the earlier sources hold: a date from
+    its month or day, a sum of two amounts, an address from a name and a domain, a path from its parts
+    (core/composition.py). A different fact from an invented value: shown, apart from ``ungrounded``."""
+    for arg in prov:
+        if not is_ungrounded(arg) or arg.value in prov.agents:
+            continue
+        parts = composition.of(prov)
+        how = None if parts.another_form(arg) else parts.composed(arg)
+        if how is not None:
+            yield Violation(
+                "composed",
+                spec.severity("composed"),
+                arg.step,
+                arg.tool,
+                f"argument {arg.path}={arg.value!r} appears in no earlier source as written; it is {how}",
+            )
+
+
+def _from_parts(arg: Argument, prov: Provenance) -> bool:
+    parts = composition.of(prov)
+    return parts.another_form(arg) or parts.composed(arg) is not None
+
+
+def _grounding(arg: Argument, prov: Provenance) -> dict[str, Any]:
+    """``--explain``'s view of the two grounding checks: ``ungrounded`` as the check reports it, and
+    ``composed``, how the value was composed (None when it was not, or is grounded)."""
+    if not is_ungrounded(arg) or arg.value in prov.agents:
+        return {"ungrounded": False, "composed": None}
+    parts = composition.of(prov)
+    how = None if parts.another_form(arg) else parts.composed(arg)
+    return {"ungrounded": how is None and not parts.another_form(arg), "composed": how}
 
 
 def taint(prov: Provenance, spec: Spec) -> Iterator[Violation]:
@@ -303,7 +340,7 @@ def explain(prov: Provenance, spec: Spec) -> list[dict[str, Any]]:
             "looked_up": [arg.value.casefold(), *arg.looked_up],
             "sources": sorted(arg.sources),
             "origins": [o.to_dict() for o in prov.origins(arg)],
-            "ungrounded": is_ungrounded(arg),
+            **_grounding(arg, prov),
         }
         if spec.taint_declared and arg.tool in spec.privileged:
             judged = judged_at[id(arg)]
