@@ -21,9 +21,9 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
+from tests import external
 from tests.service.harness import DEADLINE, ROOT, SPEC, parse_metrics, request_of, total, wait_until
 
 COLLECTOR_CONFIGS = ROOT / "collector-config"
@@ -38,12 +38,11 @@ once, so a trace's root can arrive a moment before some of its children; 2 s kee
 
 
 def binary() -> Path:
-    """The collector binary, or a failure that says how to build it (CI builds it before pytest)."""
+    """The collector binary, or a skip that says how to build it (a failure in CI, which builds it first)."""
     if not BINARY.is_file():
-        pytest.fail(
-            f"no collector binary at {BINARY}: build it with {BUILD / 'build.sh'} "
-            "(needs Go and the Go module proxy; .ci/run does this before the tests)",
-            pytrace=False,
+        external.missing(
+            f"the collector binary {BINARY.relative_to(ROOT)}",
+            f"{BUILD.relative_to(ROOT) / 'build.sh'} (needs Go 1.26 or later and the Go module proxy)",
         )
     return BINARY
 

@@ -12,11 +12,11 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.collector.harness import BASE, COLLECTOR_CONFIGS, LOADBALANCING, OVERLAYS, validate
 from tests.service.harness import ROOT
 
-yaml = pytest.importorskip("yaml")
 
 DEPLOY = ROOT / "deploy"
 
