@@ -55,7 +55,8 @@ def free_port() -> int:
 
 
 def validate(*configs: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``otelcol-luckrate validate`` on these config files (merged in order, as ``--config`` does)."""
+    """``otelcol-luckrate validate`` on these config files (merged in order, as ``--config`` does); an ``env``
+    value of None unsets that variable."""
     args = [str(binary()), "validate"]
     for c in configs:
         args += ["--config", str(c)]
@@ -64,7 +65,11 @@ def validate(*configs: Path, env: dict | None = None) -> subprocess.CompletedPro
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "TRACING_BACKEND_ENDPOINT": "127.0.0.1:4317", **(env or {})},
+        env={
+            k: v
+            for k, v in {**os.environ, "TRACING_BACKEND_ENDPOINT": "127.0.0.1:4317", **(env or {})}.items()
+            if v is not None
+        },
     )
 
 

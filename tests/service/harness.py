@@ -211,10 +211,13 @@ class MetricsSink:
 
     def __init__(self):
         self.requests: list[ExportMetricsServiceRequest] = []
+        self.paths: list[str] = []
+        """The path of each push, in order."""
         sink = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
+                sink.paths.append(self.path)
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 sink.requests.append(ExportMetricsServiceRequest.FromString(body))
                 self.send_response(200)
