@@ -137,6 +137,8 @@ class Server:
         self.stderr: list[str] = []
         threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
         line = self._line("listening")
+        self.start_line = line.rstrip("\n")
+        """What the server printed when it started listening."""
         words = line.split()
         self.ports = {words[i]: int(words[i + 1].rsplit(":", 1)[1]) for i in range(3, len(words) - 1, 2)}
 
