@@ -484,3 +484,38 @@ def test_http_answers_arrive_in_one_segment_on_a_kept_alive_connection(service):
                 assert head.startswith(f"HTTP/1.1 {code} ".encode()), (case, answer[:100])
                 length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:"))[15:])
                 assert length > 0 and len(got) == length, (case, answer)
+
+
+@pytest.mark.parametrize("flag", ["--grpc", "--http", "--prometheus"])
+def test_serve_on_a_busy_port_prints_only_its_own_error(flag):
+    """Regression: on a busy gRPC port, gRPC's core wrote its own log line ("E1202 ... add_port.cc:83] Failed
+    to add port to server ...") to stderr before luckrate's error. A real socket holds the port here."""
+    import socket
+    import subprocess
+    import sys
+
+    from tests.service.harness import ROOT
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        ports = {
+            "--grpc": "127.0.0.1:0",
+            "--http": "127.0.0.1:0",
+            "--prometheus": "127.0.0.1:0",
+            flag: f"127.0.0.1:{port}",
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "luckrate.service", "--spec", str(SPEC), *(x for kv in ports.items() for x in kv)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
+    name = flag.removeprefix("--")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert (
+        done.stderr == f"luckrate serve: cannot listen: {name} 127.0.0.1:{port}: cannot bind (Address already in use)\n"
+    )

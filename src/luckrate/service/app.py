@@ -401,7 +401,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         service.start()
     except (OSError, RuntimeError) as e:
-        print(f"luckrate serve: cannot listen: {e}", file=sys.stderr)
+        detail = e.strerror if isinstance(e, OSError) and e.strerror else e  # the message, not "[Errno 98]"
+        print(f"luckrate serve: cannot listen: {detail}", file=sys.stderr)
         service.stop(cfg.shutdown_timeout)
         return 1
     # One token after the address pairs, so a reader taking the line's name/address pairs is not thrown.
