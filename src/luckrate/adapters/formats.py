@@ -25,9 +25,9 @@ FORMATS: dict[str, tuple[str, str]] = {
     "otlp-json": ("luckrate.adapters.otlp", "read_otlp_json"),
 }
 """Format name -> (module, reader function)."""
-DETECTED = ("otlp", "otlp-json", "trajectory")
-"""The formats ``detect`` tells by content; the others are named with ``--format``."""
 NAMED_ONLY = ("langgraph", "crewai", "n8n")
+"""Formats ``detect`` never picks (it tells otlp, otlp-json and trajectory): their files are named with
+``--format``, and the refusal suggests which."""
 GROUPS_TRACES = frozenset({"otlp", "otlp-json"})
 """Formats whose readers take ``runs_by`` (which traces make one run: adapters/otlp/runs.py)."""
 
@@ -119,7 +119,7 @@ def _classify(doc: Any, source: str) -> str:
 
 
 def _named_only(doc: Any) -> str | None:
-    """The named-only format ``doc`` looks like, for the error's suggestion (detection never reads it)."""
+    """The named-only format ``doc`` looks like, for the refusal's suggestion (never read as such unasked)."""
     items = doc if isinstance(doc, list) else doc.get("messages") if isinstance(doc, dict) else None
     first = items[0] if isinstance(items, list) and items else None
     if isinstance(doc, dict) and "steps" in doc:
