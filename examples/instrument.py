@@ -8,6 +8,10 @@ attribute wins), or record a `gen_ai.evaluation.result` event and start luckrate
 
     pip install 'luckrate[otlp]'    # the SDK's OTLP exporter
     python examples/instrument.py [HOST:PORT]
+
+Without HOST:PORT, the exporter sends where OTEL_EXPORTER_OTLP_ENDPOINT says (a collector in front of
+luckrate: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:14317 for collector-config/otelcol-single-host.yaml),
+else to luckrate on localhost:4317.
 """
 
 import json
@@ -18,9 +22,10 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-endpoint = sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1:4317"
+# The standard variables (OTEL_EXPORTER_OTLP_ENDPOINT, ..._TRACES_ENDPOINT) unless HOST:PORT is given.
+exporter = OTLPSpanExporter(endpoint=sys.argv[1], insecure=True) if len(sys.argv) > 1 else OTLPSpanExporter()
 provider = TracerProvider(resource=Resource.create({"service.name": "support-bot"}))
-provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint, insecure=True)))
+provider.add_span_processor(BatchSpanProcessor(exporter))
 tracer = provider.get_tracer("my-agent")
 
 

@@ -102,3 +102,19 @@ def test_the_logs_path_benchmark_runs_and_prints_every_figure() -> None:
         assert any(line.startswith(f"{mode}, messages in {form}: µs per run") for line in lines), (mode, form)
     ratios = [line for line in lines if "log records / span events, per run" in line]
     assert len(ratios) == 2 and all(float(line.split("per run")[1].split()[0]) > 0 for line in ratios)
+
+
+def test_the_keep_alive_benchmark_measures_every_answer() -> None:
+    """benchmarks/http_keepalive.py on 20 requests per answer: a row per answer, each with its figures."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "http_keepalive.py"), "--requests", "20"],
+        cwd=ROOT / "benchmarks",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in done.stdout.splitlines()}
+    for answer in ("protobuf 200", "OTLP/JSON 200", "OTLP/JSON 400"):
+        cells = rows[answer].strip("| ").split(" | ")
+        assert float(cells[1]) > 0 and float(cells[2]) > 0, rows[answer]

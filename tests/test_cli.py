@@ -75,7 +75,6 @@ BAD = [
         json.dumps({"id": "x", "output_ok": "yes"}),
         "{path}: run 'x': 'output_ok' must be true, false or null",
     ),
-    ("bin.json", b"\xff\xfe\x00", "{path}: not UTF-8 text (byte 0)"),
     (
         "typo.json",
         json.dumps({"id": "x", "stpes": [], "content": "false"}),
@@ -168,6 +167,133 @@ def test_garbage_in_every_format_exits_2_with_one_line(tmp_path, capsys, fmt):
     assert main(["grade", "--spec", SPEC, "--format", fmt, path]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"luckrate: error: {path}") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def _pretty(name: str) -> str:
+    """An OTLP/JSON capture pretty-printed, as `jq .` or an editor writes it."""
+    return json.dumps(json.loads((TESTDATA / name).read_text()), indent=2)
+
+
+def _binary(name: str) -> bytes:
+    """An OTLP/JSON capture as the binary request an exporter sends."""
+    from luckrate.adapters.otlp.requests import request_from_json
+
+    return request_from_json((TESTDATA / name).read_bytes()).SerializeToString()
+
+
+DETECTED = [
+    # (case, file name, content): read without --format, each graded to its one finding
+    ("binary OTLP", "t.bin", lambda: _binary("otlp/forbidden.openai-agents.otlp.json")),
+    ("binary OTLP capture", "t.otlp", lambda: (TESTDATA / "langgraph/injected.openinference.otlp").read_bytes()),
+    ("OTLP/JSON, one line", "t.json", lambda: (TESTDATA / "langgraph/injected.traceloop.otlp.json").read_text()),
+    ("OTLP/JSON, pretty-printed", "t.json", lambda: _pretty("otlp/forbidden.openai-agents.otlp.json")),
+    ("trajectory, pretty-printed", "t.json", lambda: json.dumps(dict(CLEAN, output_ok=False), indent=2)),
+]
+
+
+@pytest.mark.parametrize("case, name, content", DETECTED, ids=[c[0] for c in DETECTED])
+def test_grade_tells_the_format_by_content(tmp_path, capsys, case, name, content):
+    """Regression: without --format every file was read as the trajectory form, so a binary OTLP file
+    failed with 'not UTF-8 text (byte 1)' and a pretty-printed OTLP/JSON file with 'missing id'."""
+    path = write(tmp_path, name, content())
+    assert main(["grade", "--spec", SPEC, "--json", path]) in (0, 1)
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["violations"] or run["output_ok"] is False
+
+
+def test_suggest_tells_otlp_json_lines_by_content(capsys):
+    """Regression: suggest read OTLP/JSON lines as the trajectory form: 'missing 'id''."""
+    assert main(["suggest", str(TESTDATA / "otlp/scenarios.openai-agents.otlp.jsonl")]) == 0
+    assert "lookup_order" in capsys.readouterr().out
+
+
+NOT_DETECTED = [
+    # (case, content, the error after "luckrate: error: PATH: ")
+    (
+        "binary, not OTLP",
+        b"\xff\xfe\x00",
+        "not UTF-8 text (byte 0) nor a binary OTLP export; name its format with --format "
+        "(crewai, langgraph, n8n, otlp, otlp-json, trajectory)",
+    ),
+    (
+        "text, not JSON",
+        "hello, world\n",
+        "not JSON (it starts with 'hello, world') nor a binary OTLP export; name its format with --format "
+        "(crewai, langgraph, n8n, otlp, otlp-json, trajectory)",
+    ),
+    (
+        "a LangGraph run",
+        (TESTDATA / "langgraph/injected.json").read_text(),
+        "looks like langgraph input: name it with --format langgraph",
+    ),
+    (
+        "a CrewAI run",
+        (TESTDATA / "crewai/forbidden.json").read_text(),
+        "looks like crewai input: name it with --format crewai",
+    ),
+    (
+        "an n8n execution",
+        (TESTDATA / "n8n/injected.json").read_text(),
+        "looks like n8n input: name it with --format n8n",
+    ),
+    (
+        "some other JSON",
+        json.dumps({"capture": 1, "files": []}),
+        "cannot tell its format: a JSON object with keys 'capture', 'files', neither OTLP/JSON (resourceSpans) "
+        "nor a run in the trajectory form (steps, id); name it with --format langgraph, crewai or n8n",
+    ),
+    (
+        "a JSON array",
+        "[1, 2]",
+        "cannot tell its format: a JSON array, neither OTLP/JSON (resourceSpans) nor a run in the trajectory "
+        "form (steps, id); name it with --format langgraph, crewai or n8n",
+    ),
+]
+
+
+@pytest.mark.parametrize("command", ["grade", "suggest"])
+@pytest.mark.parametrize("case, content, message", NOT_DETECTED, ids=[c[0] for c in NOT_DETECTED])
+def test_a_format_not_told_by_content_is_refused_naming_the_format_to_use(
+    tmp_path, capsys, command, case, content, message
+):
+    path = write(tmp_path, "f.json", content)
+    argv = ["grade", "--spec", SPEC, path] if command == "grade" else ["suggest", path]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"luckrate: error: {path}: {message}\n"
+
+
+def test_files_in_different_formats_are_refused_naming_each(tmp_path, capsys):
+    otlp = write(tmp_path, "t.json", _pretty("otlp/forbidden.openai-agents.otlp.json"))
+    assert main(["grade", "--spec", SPEC, otlp, RUNS]) == 2
+    assert capsys.readouterr().err == (
+        f"luckrate: error: the files are in different formats: {otlp} (otlp-json), {RUNS} (trajectory); "
+        "give each format its own command\n"
+    )
+
+
+RUNS_AS_SPEC = [
+    # (case, file name, content, the error after "luckrate: error: PATH: ")
+    ("runs, JSON Lines", "runs.jsonl", lambda: Path(RUNS).read_text(), "runs in the trajectory form (JSON Lines)"),
+    ("one run", "run.json", lambda: json.dumps(CLEAN), "runs in the trajectory form"),
+    ("OTLP/JSON", "t.json", lambda: _pretty("otlp/forbidden.openai-agents.otlp.json"), "OTLP/JSON traces"),
+    (
+        "OTLP/JSON lines",
+        "t.jsonl",
+        lambda: (TESTDATA / "otlp/scenarios.openai-agents.otlp.jsonl").read_text(),
+        "OTLP/JSON traces (JSON Lines)",
+    ),
+]
+
+
+@pytest.mark.parametrize("case, name, content, form", RUNS_AS_SPEC, ids=[c[0] for c in RUNS_AS_SPEC])
+def test_a_runs_file_given_as_the_spec_is_refused_saying_so(tmp_path, capsys, case, name, content, form):
+    """Regression: --spec runs.jsonl ran the runs as Python: 'NameError: name 'true' is not defined'."""
+    spec = write(tmp_path, name, content())
+    assert main(["grade", "--spec", spec, RUNS]) == 2
+    assert capsys.readouterr().err == (
+        f"luckrate: error: {spec}: holds {form}, not a spec: give it as a FILE to grade, and with --spec a "
+        "Python file that defines SPEC or SPECS (or a .json file of the same shape)\n"
+    )
 
 
 def test_explain_lists_every_traced_argument_with_its_forms_and_reason(tmp_path, capsys):

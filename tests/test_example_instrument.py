@@ -2,11 +2,14 @@
 run as written against a real ``luckrate serve``: its run arrives over the SDK's OTLP exporter and is graded,
 output passing, path clean. A new user had no snippet to follow and guessed."""
 
+import os
 import re
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+
+import pytest
 
 from tests.service.harness import Server, total
 
@@ -14,9 +17,19 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "instrument.py"
 
 
-def test_the_instrumentation_example_is_graded_as_a_clean_passing_run():
+def sdk_env(endpoint: str) -> dict[str, str]:
+    """The environment with the OTLP exporter pointed at ``endpoint`` by the standard variable alone."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    return {**env, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
+
+
+@pytest.mark.parametrize("how", ["argument", "OTEL_EXPORTER_OTLP_ENDPOINT"])
+def test_the_instrumentation_example_is_graded_as_a_clean_passing_run(how):
     with Server("--root-grace", "0.2") as server:
-        subprocess.run([sys.executable, str(EXAMPLE), server.grpc], check=True, timeout=60)
+        if how == "argument":
+            subprocess.run([sys.executable, str(EXAMPLE), server.grpc], check=True, timeout=60)
+        else:
+            subprocess.run([sys.executable, str(EXAMPLE)], check=True, timeout=60, env=sdk_env(f"http://{server.grpc}"))
         s = server.wait_metric("luckrate_runs_total", 1, output="pass", path="ok")
         assert total(s, "luckrate_runs_total") == 1
         assert total(s, "luckrate_spans_assembled_total") == 3
@@ -32,12 +45,12 @@ def snippet(page: str) -> str:
 
 def test_the_readme_snippet_is_graded_as_a_clean_passing_run(tmp_path):
     code = snippet("README.md")
-    assert code.count('endpoint="127.0.0.1:4317"') == 1  # the default port, which the test swaps for its own
+    assert "OTLPSpanExporter()" in code  # where to send: the standard variables, as the test sets them
     assert len(code.splitlines()) <= 30
     with Server("--root-grace", "0.2") as server:
         script = tmp_path / "agent.py"
-        script.write_text(code.replace('endpoint="127.0.0.1:4317"', f'endpoint="{server.grpc}"'), encoding="utf-8")
-        subprocess.run([sys.executable, str(script)], check=True, timeout=60)
+        script.write_text(code, encoding="utf-8")
+        subprocess.run([sys.executable, str(script)], check=True, timeout=60, env=sdk_env(f"http://{server.grpc}"))
         s = server.wait_metric("luckrate_runs_total", 1, output="pass", path="ok")
         assert total(s, "luckrate_runs_total") == 1
         assert total(s, "luckrate_spans_assembled_total") == 3

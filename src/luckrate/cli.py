@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from luckrate.adapters import InvalidInput
-from luckrate.adapters.formats import FORMATS, GROUPS_TRACES, reader
+from luckrate.adapters.formats import FORMATS, GROUPS_TRACES, detect, reader
 from luckrate.adapters.trajectory import trajectory_to_dict
 from luckrate.core.gate import gate
 from luckrate.core.checks.grounding import explain
@@ -38,7 +38,7 @@ class UsageError(Exception):
 
 def _read_all(
     paths: Sequence[str],
-    fmt: str,
+    fmt: str | None,
     logs: Sequence[str] = (),
     skipped: dict[str, int] | None = None,
     runs_by: str | None = None,
@@ -46,7 +46,9 @@ def _read_all(
 ) -> list[Trajectory]:
     """Every file's runs; ``logs`` files join the traces of the trace files (OTLP formats: read together);
     ``skipped`` gets, per file, how many traces it held that are no run (an HTTP request's trace in a
-    service's export); ``assembly`` adds up what grouping traces into runs did (``runs_by``: OTLP only)."""
+    service's export); ``assembly`` adds up what grouping traces into runs did (``runs_by``: OTLP only).
+    ``fmt`` None: told by the files' content."""
+    fmt = fmt or _detect_all(paths)
     if runs_by is not None and fmt not in GROUPS_TRACES:
         raise UsageError(f"--runs-by applies to OTLP input (--format {' or '.join(sorted(GROUPS_TRACES))})")
     if fmt in OTLP_FORMATS:
@@ -73,6 +75,15 @@ def _read_all(
     for path in paths:
         runs.extend(read(_read(path), path))
     return runs
+
+
+def _detect_all(paths: Sequence[str]) -> str:
+    """The one format every file is in, told by content (``--format`` not given)."""
+    found = {path: detect(_read(path), path) for path in paths}
+    if len(set(found.values())) > 1:
+        listed = ", ".join(f"{path} ({fmt})" for path, fmt in found.items())
+        raise UsageError(f"the files are in different formats: {listed}; give each format its own command")
+    return next(iter(found.values()))
 
 
 def _read(path: str) -> bytes:
@@ -148,10 +159,11 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     trace file is then read a second time to tally it (files are not held, to keep memory bounded)."""
     tally, notes = Tally(), []
     files, events = list(args.files), None
-    if args.format in OTLP_FORMATS:
+    fmt = args.format or _detect_all(files)
+    if fmt in OTLP_FORMATS:
         from luckrate.adapters.otlp.readers import is_logs_file, log_events
 
-        json_ = args.format == "otlp-json"
+        json_ = fmt == "otlp-json"
         logs = [(_read(p), p) for p in args.logs or ()]
         for path in list(files):
             data = _read(path)
@@ -162,7 +174,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     elif args.logs:
         raise UsageError(f"--logs needs --format {' or '.join(OTLP_FORMATS)}")
     for path in files:
-        notes += tally_file(tally, path, args.format, events)
+        notes += tally_file(tally, path, fmt, events)
     if not tally.agents:
         raise UsageError(
             f"no agent runs in {', '.join(args.files)}: nothing to suggest from" + (f" ({notes[0]})" if notes else "")
@@ -222,8 +234,9 @@ def _add_format(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format",
         choices=sorted(FORMATS),
-        default="trajectory",
-        help="input format (default: trajectory, luckrate's JSON / JSON Lines form)",
+        default=None,
+        help="input format (default: told by content: otlp for binary OTLP, otlp-json for OTLP/JSON, "
+        "else trajectory, luckrate's JSON / JSON Lines form; name the others)",
     )
     parser.add_argument(
         "--logs",

@@ -200,7 +200,10 @@ def test_cli_counts_the_assembly(tmp_path, capsys):
     assert report["assembly"] == {"traces_joined": 2, "links_missing": 1}
     assert main(["grade", "--spec", str(spec), "--format", "otlp", "--runs-by", "trace", str(path)]) == 0
     assert "Runs across traces" not in capsys.readouterr().out
-    assert main(["grade", "--spec", str(spec), "--runs-by", "trace", str(path)]) == 2
+    assert main(["grade", "--spec", str(spec), "--runs-by", "trace", str(path)]) == 0  # told OTLP by content
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps({"id": "r", "steps": [{"tool": "lookup_order"}]}))
+    assert main(["grade", "--spec", str(spec), "--runs-by", "trace", str(runs)]) == 2
     assert "--runs-by applies to OTLP input" in capsys.readouterr().err
 
 

@@ -66,12 +66,15 @@ def test_same_verdict_with_plugin_qualified_names(scenario):
     assert found == scenario.expected
 
 
-def test_input_passed_by_keyword_is_not_recorded_and_taint_is_skipped():
+def test_input_passed_by_keyword_is_not_recorded_and_taint_reads_the_injected_text_alone():
+    # Without the user's message nothing can be weighed against what the user asked; the page's text that
+    # speaks to the assistant is evidence on its own, and the finding says the input was not recorded.
     traj = _read("injected-keyword")
     assert traj.input == "" and traj.content is True
     g = grade(traj, SPEC)
-    assert "taint" not in {v.check for v in g.violations}
-    assert any(s.startswith("taint (") for s in g.skipped), g.skipped
+    (taint,) = [v for v in g.violations if v.check == "taint"]
+    assert taint.detail.endswith("the user's input was not recorded")
+    assert "untrusted_flow (no user input recorded)" in g.skipped and not any(s.startswith("taint") for s in g.skipped)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)

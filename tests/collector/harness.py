@@ -21,9 +21,9 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
+from tests import external
 from tests.service.harness import DEADLINE, ROOT, SPEC, parse_metrics, request_of, total, wait_until
 
 COLLECTOR_CONFIGS = ROOT / "collector-config"
@@ -38,12 +38,11 @@ once, so a trace's root can arrive a moment before some of its children; 2 s kee
 
 
 def binary() -> Path:
-    """The collector binary, or a failure that says how to build it (CI builds it before pytest)."""
+    """The collector binary, or a skip that says how to build it (a failure in CI, which builds it first)."""
     if not BINARY.is_file():
-        pytest.fail(
-            f"no collector binary at {BINARY}: build it with {BUILD / 'build.sh'} "
-            "(needs Go and the Go module proxy; .ci/run does this before the tests)",
-            pytrace=False,
+        external.missing(
+            f"the collector binary {BINARY.relative_to(ROOT)}",
+            f"{BUILD.relative_to(ROOT) / 'build.sh'} (needs Go 1.26 or later and the Go module proxy)",
         )
     return BINARY
 
@@ -56,7 +55,8 @@ def free_port() -> int:
 
 
 def validate(*configs: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``otelcol-luckrate validate`` on these config files (merged in order, as ``--config`` does)."""
+    """``otelcol-luckrate validate`` on these config files (merged in order, as ``--config`` does); an ``env``
+    value of None unsets that variable."""
     args = [str(binary()), "validate"]
     for c in configs:
         args += ["--config", str(c)]
@@ -65,7 +65,11 @@ def validate(*configs: Path, env: dict | None = None) -> subprocess.CompletedPro
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "TRACING_BACKEND_ENDPOINT": "127.0.0.1:4317", **(env or {})},
+        env={
+            k: v
+            for k, v in {**os.environ, "TRACING_BACKEND_ENDPOINT": "127.0.0.1:4317", **(env or {})}.items()
+            if v is not None
+        },
     )
 
 

@@ -116,3 +116,51 @@ def test_the_single_host_config_relays_every_trace_as_shipped(tmp_path: Path) ->
         assert served_counts(s) == run_counts(expected)
         t = delivered(collector, len(spans), "otlp/luckrate")
         assert exporter_spans(t, "send_failed") == 0
+
+
+def test_the_readme_snippet_reaches_luckrate_through_the_single_host_collector(tmp_path: Path) -> None:
+    """The README's instrument snippet, as written, sends through collector-config/otelcol-single-host.yaml by
+    OTEL_EXPORTER_OTLP_ENDPOINT alone (it used to hard-code luckrate's 127.0.0.1:4317), and luckrate pushes
+    its metrics back with --otlp-metrics given the collector's base URL, as that file's comment says (that
+    URL got a 404 on every push before luckrate appended /v1/metrics)."""
+    import subprocess
+    import sys
+    import urllib.request
+
+    from tests.collector.harness import free_port, parse_metrics, wait_until
+    from tests.test_example_instrument import sdk_env, snippet
+
+    single = BASE.parent / "otelcol-single-host.yaml"
+    luckrate_grpc = f"127.0.0.1:{free_port()}"
+    with Collector(
+        tmp_path, single, override={"exporters": {"otlp/luckrate": {"endpoint": luckrate_grpc}}}
+    ) as collector:
+        base = f"http://127.0.0.1:{collector.ports['http']}"
+        flags = (
+            "--grpc",
+            luckrate_grpc,
+            "--root-grace",
+            "0.2",
+            "--otlp-metrics",
+            base,
+            "--otlp-metrics-interval",
+            "0.5",
+        )
+        with Server(*flags) as luckrate:
+            script = tmp_path / "agent.py"
+            script.write_text(snippet("README.md"), encoding="utf-8")
+            env = sdk_env(f"http://{collector.grpc}")
+            assert not {k for k in env if k.startswith("OTEL_")} - {"OTEL_EXPORTER_OTLP_ENDPOINT"}
+            subprocess.run([sys.executable, str(script)], check=True, timeout=120, env=env, cwd=tmp_path)
+            s = luckrate.wait_metric("luckrate_runs_total", 1, output="pass", path="ok")
+            assert total(s, "luckrate_runs_total") == 1
+            assert total(s, "luckrate_spans_assembled_total") == 3
+
+            def pushed() -> dict | None:
+                url = f"http://127.0.0.1:{collector.ports['prometheus']}/metrics"
+                with urllib.request.urlopen(url, timeout=10) as r:
+                    m = parse_metrics(r.read().decode())
+                return m if total(m, "luckrate_runs_total", output="pass", path="ok") == 1 else None
+
+            wait_until(pushed, "luckrate_runs_total on the collector's prometheus exporter (the --otlp-metrics push)")
+    assert "404" not in "".join(luckrate.stderr)

@@ -12,11 +12,11 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.collector.harness import BASE, COLLECTOR_CONFIGS, LOADBALANCING, OVERLAYS, validate
 from tests.service.harness import ROOT
 
-yaml = pytest.importorskip("yaml")
 
 DEPLOY = ROOT / "deploy"
 
@@ -130,3 +130,15 @@ def test_a_misspelt_key_fails_validation(good: str, bad: str, tmp_path: Path) ->
     proc = validate(broken, env=_env(tmp_path))
     assert proc.returncode != 0
     assert bad.rstrip(":") in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("config", [BASE, LOADBALANCING], ids=lambda p: p.name)
+def test_an_unset_tracing_backend_is_refused_naming_the_variable(config: Path) -> None:
+    """Regression: without TRACING_BACKEND_ENDPOINT the collector said only 'requires a non-empty
+    "endpoint"'. The collector's ${env:...} has no required form, so the default value is the message."""
+    proc = validate(config, env={"TRACING_BACKEND_ENDPOINT": None})
+    assert proc.returncode != 0
+    assert (
+        "exporters::otlp/tracing_backend::clientconfig: address TRACING_BACKEND_ENDPOINT is not set: "
+        "missing port in address"
+    ) in proc.stderr

@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from luckrate.service.config import ServiceConfig
 
-yaml = pytest.importorskip("yaml")
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "collector-config").glob("*.yaml"))

@@ -23,18 +23,18 @@ import pytest
 from luckrate import demo
 from tests.service.harness import Server
 
-# pytestmark: the same skip conditions (no prometheus binary) as the harness this borrows from.
+# pytestmark and needs_prometheus: the same conditions (a prometheus binary) as the harness this borrows from.
 from tests.deploy.test_e2e_prometheus import (  # noqa: F401
     SPEC,
     _get,
     _stop,
     _tainted,
     _wait_for,
+    needs_prometheus,
     pytestmark,
     run_prometheus,
 )
 
-yaml = pytest.importorskip("yaml")
 
 RUNS, RATE = 24, 4
 """Runs 3, 13 and 23 are tainted (3 and 23 by support-agent, 13 by billing-agent)."""

@@ -26,10 +26,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
+from tests import external
 from tests.service.harness import Server
 
-yaml = pytest.importorskip("yaml")
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "luckrate.json"
@@ -43,10 +44,14 @@ pytestmark = [
         importlib.util.find_spec("luckrate.service.app") is None,
         reason="luckrate serve (luckrate.service.app) has not landed yet",
     ),
-    pytest.mark.skipif(
-        shutil.which("prometheus") is None, reason="prometheus not installed (apt-get install prometheus)"
-    ),
 ]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def needs_prometheus() -> None:
+    if shutil.which("prometheus") is None:
+        external.missing("prometheus", "apt-get install -y prometheus")
+
 
 # Grafana's template variables, replaced as Grafana would for "All agents" over the last hour.
 GRAFANA_VARIABLES = {"$__rate_interval": "1m", "$__range": "1h", "$agent": ".*"}

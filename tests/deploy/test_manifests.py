@@ -12,11 +12,11 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from luckrate.core.spec import load_specs
 from luckrate.service.config import InvalidConfig, build_config, finalize, load_config
 
-yaml = pytest.importorskip("yaml")
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

@@ -12,6 +12,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
+
+from tests import external
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMETHEUS = ROOT / "deploy" / "prometheus"
@@ -20,28 +23,33 @@ UNIT_TESTS = sorted((PROMETHEUS / "tests").glob("*.yml"))
 ALERTS = ("LuckrateTaint", "LuckrateLuckRateHigh", "LuckrateRejectingSpans", "LuckrateNoSpans")
 
 promtool = shutil.which("promtool")
-needs_promtool = pytest.mark.skipif(promtool is None, reason="promtool not installed (apt-get install prometheus)")
+
+
+@pytest.fixture
+def needs_promtool() -> None:
+    if promtool is None:
+        external.missing("promtool", "apt-get install -y prometheus")
 
 
 def _run(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([promtool, *map(str, args)], capture_output=True, text=True, timeout=120, check=False)
 
 
-@needs_promtool
+@pytest.mark.usefixtures("needs_promtool")
 @pytest.mark.parametrize("path", RULES, ids=lambda p: p.name)
 def test_rules_are_valid(path: Path) -> None:
     done = _run("check", "rules", path)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@needs_promtool
+@pytest.mark.usefixtures("needs_promtool")
 @pytest.mark.parametrize("path", UNIT_TESTS, ids=lambda p: p.name)
 def test_rule_unit_tests_pass(path: Path) -> None:
     done = _run("test", "rules", path)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@needs_promtool
+@pytest.mark.usefixtures("needs_promtool")
 def test_prometheus_config_is_valid() -> None:
     done = _run("check", "config", "--syntax-only", PROMETHEUS / "prometheus.yml")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -50,7 +58,6 @@ def test_prometheus_config_is_valid() -> None:
 @pytest.mark.parametrize("alert", ALERTS)
 def test_every_alert_has_a_firing_unit_test(alert: str) -> None:
     # A rule with no test that expects it to fire could be dead (a typo in a metric name never fires).
-    yaml = pytest.importorskip("yaml")
     fired = set()
     for path in UNIT_TESTS:
         for case in yaml.safe_load(path.read_text())["tests"]:
@@ -60,7 +67,7 @@ def test_every_alert_has_a_firing_unit_test(alert: str) -> None:
     assert alert in fired
 
 
-@needs_promtool
+@pytest.mark.usefixtures("needs_promtool")
 def test_a_broken_unit_test_fails(tmp_path: Path) -> None:
     # Guards the guard: promtool must report a wrong expectation, or the tests above prove nothing.
     text = UNIT_TESTS[0].read_text()

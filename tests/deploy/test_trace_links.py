@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
-yaml = pytest.importorskip("yaml")
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

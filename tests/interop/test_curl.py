@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from tests import external
 from tests.interop.harness import assert_graded_right, runs_for
 from tests.service.harness import Server, otlp_json, record_runs, request_of, total
 
@@ -28,10 +29,14 @@ CASES = [
 ]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def needs_curl() -> None:
+    if shutil.which("curl") is None:
+        external.missing("curl", "apt-get install -y curl")
+
+
 @pytest.fixture(scope="module")
 def server():
-    if shutil.which("curl") is None:
-        pytest.fail("curl is not on PATH (Debian: apt-get install curl)")
     with Server("--root-grace", "1", "--max-request-bytes", str(LIMIT)) as s:
         yield s
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import external
 from tests.interop.harness import assert_graded_right, runs_for
 from tests.service.harness import Server, record_runs
 
@@ -27,10 +28,10 @@ CASES = [(exporter, compression) for exporter in ("http", "proto", "grpc") for c
 @pytest.fixture(scope="module")
 def server():
     if shutil.which("node") is None:
-        pytest.fail("node is not on PATH: the JS interop tests need Node.js 20 or later")
+        external.missing("Node.js 20 or later (node)", "apt-get install -y nodejs npm")
     missing = [p for p in PACKAGES if not (JS / "node_modules" / "@opentelemetry" / p).is_dir()]
     if missing:
-        pytest.fail(f"@opentelemetry/{missing[0]} is not installed: run `npm ci` in {JS} (.ci/run does)")
+        external.missing(f"the npm package @opentelemetry/{missing[0]}", "npm ci --prefix tests/interop/js")
     with Server("--root-grace", "1") as s:
         yield s
 

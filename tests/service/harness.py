@@ -137,6 +137,8 @@ class Server:
         self.stderr: list[str] = []
         threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
         line = self._line("listening")
+        self.start_line = line.rstrip("\n")
+        """What the server printed when it started listening."""
         words = line.split()
         self.ports = {words[i]: int(words[i + 1].rsplit(":", 1)[1]) for i in range(3, len(words) - 1, 2)}
 
@@ -211,10 +213,13 @@ class MetricsSink:
 
     def __init__(self):
         self.requests: list[ExportMetricsServiceRequest] = []
+        self.paths: list[str] = []
+        """The path of each push, in order."""
         sink = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
+                sink.paths.append(self.path)
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 sink.requests.append(ExportMetricsServiceRequest.FromString(body))
                 self.send_response(200)

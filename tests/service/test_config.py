@@ -128,3 +128,48 @@ def test_verdict_log_all_is_a_toml_switch_beside_verdict_log(tmp_path):
         load_config(conf)
     with pytest.raises(InvalidConfig, match="verdict_log_all: needs verdict_log"):
         finalize(ServiceConfig(spec=str(spec), verdict_log_all=True), env={})
+
+
+OTLP_URLS = [
+    # (key, as given, as pushed to): a base URL gets the signal's path, as OTEL_EXPORTER_OTLP_ENDPOINT does;
+    # a URL with a path is used as it is, as OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is.
+    ("otlp_metrics", "http://127.0.0.1:14318", "http://127.0.0.1:14318/v1/metrics"),
+    ("otlp_metrics", "http://127.0.0.1:14318/", "http://127.0.0.1:14318/v1/metrics"),
+    ("otlp_metrics", "https://collector", "https://collector/v1/metrics"),
+    ("otlp_metrics", "http://collector:4318/v1/metrics", "http://collector:4318/v1/metrics"),
+    ("otlp_metrics", "http://gateway/otlp/metrics", "http://gateway/otlp/metrics"),
+    ("otlp_logs", "http://127.0.0.1:14318", "http://127.0.0.1:14318/v1/logs"),
+    ("otlp_logs", "http://collector:4318/v1/logs", "http://collector:4318/v1/logs"),
+]
+
+
+@pytest.mark.parametrize("key, given, used", OTLP_URLS)
+def test_an_otlp_push_url_is_read_as_otel_exporters_read_it(tmp_path, key, given, used):
+    """Regression: --otlp-metrics http://127.0.0.1:14318 (the single-host config's advice) pushed to the
+    collector's '/', which answers 404 to every push."""
+    spec = tmp_path / "s.py"
+    spec.write_text("SPEC = {}\n")
+    assert getattr(finalize(ServiceConfig(spec=str(spec), **{key: given}), env={}), key) == used
+
+
+BAD_OTLP_URLS = [
+    # (as given, the problem)
+    ("collector:4318", "expected an http(s) URL such as http://collector:4318, got 'collector:4318'"),
+    (
+        "127.0.0.1:4318/v1/metrics",
+        "expected an http(s) URL such as http://collector:4318, got '127.0.0.1:4318/v1/metrics'",
+    ),
+    ("grpc://collector:4317", "expected an http(s) URL such as http://collector:4318, got 'grpc://collector:4317'"),
+    ("http://", "expected an http(s) URL such as http://collector:4318, got 'http://'"),
+    ("http://collector:43x8", "bad port in 'http://collector:43x8'"),
+    ("http://collector:99999", "bad port in 'http://collector:99999'"),
+]
+
+
+@pytest.mark.parametrize("given, problem", BAD_OTLP_URLS)
+def test_an_otlp_push_url_that_cannot_be_used_is_refused_at_start(tmp_path, given, problem):
+    spec = tmp_path / "s.py"
+    spec.write_text("SPEC = {}\n")
+    with pytest.raises(InvalidConfig) as e:
+        finalize(ServiceConfig(spec=str(spec), otlp_metrics=given), "flags", env={})
+    assert e.value.problems == [("otlp_metrics", problem)]

@@ -25,6 +25,7 @@ from tests.service.harness import (
     record_runs,
     request_of,
     total,
+    wait_until,
 )
 
 KINDS = [
@@ -246,3 +247,17 @@ def test_real_grpc_exporter_retries_after_back_pressure(tmp_path):
         assert total(s, "luckrate_taint_total") == 1
         identity(s)
         assert server.terminate() == 0
+
+
+def test_otlp_metrics_given_a_base_url_pushes_to_v1_metrics():
+    """Regression: `--otlp-metrics http://127.0.0.1:14318`, a collector's base URL as the single-host
+    config advised, pushed to '/' (a collector answers 404 there). The SDK's exporter now gets the base
+    URL with /v1/metrics appended, as OTEL_EXPORTER_OTLP_ENDPOINT is read."""
+    sink = MetricsSink()
+    base = sink.url.removesuffix("/v1/metrics")
+    try:
+        with Server("--otlp-metrics", base, "--otlp-metrics-interval", "0.2"):
+            wait_until(lambda: len(sink.paths) >= 2, "two OTLP metric pushes")
+        assert set(sink.paths) == {"/v1/metrics"}
+    finally:
+        sink.close()

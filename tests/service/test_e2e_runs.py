@@ -17,7 +17,7 @@ from luckrate.adapters.otlp import read_otlp
 from luckrate.core.grade import grade
 from luckrate.core.spec import Spec
 from tests.adapters.test_otlp_runs import Recorder, linked_run
-from tests.service.harness import Server, total
+from tests.service.harness import Server, total, wait_until
 from tests.service.test_e2e import by_trace, identity
 
 SPEC = {"tools": ["lookup_order", "delete_account"], "forbidden": ["delete_account"], "required": ["lookup_order"]}
@@ -114,3 +114,22 @@ def test_the_turns_of_a_conversation_are_one_run_when_asked(tmp_path):
         s = server.wait_metric("luckrate_runs_total", 3)
         assert server.terminate() == 0
     assert total(s, "luckrate_violations_total", check="confirm") == 2
+
+
+START_LINES = [
+    # (flags, the start line's last word, the note logged beside it)
+    ((), "runs-by=trace", "runs-by=trace: each trace is graded as one run, root_grace after its root span"),
+    (("--runs-by", "links"), "runs-by=links", "runs-by=links: traces tied by span links are one run"),
+    (("--runs-by", "conversation"), "runs-by=conversation", "sharing gen_ai.conversation.id are one run"),
+]
+
+
+@pytest.mark.parametrize("flags, last, note", START_LINES, ids=["default", "links", "conversation"])
+def test_the_start_line_says_which_runs_by_is_in_force(flags, last, note):
+    """`luckrate grade` groups traces by links by default and `luckrate serve` grades each trace alone; the
+    start line said nothing of it, so the two disagreed on a multi-trace run with no hint why."""
+    with Server(*flags) as server:
+        words = server.start_line.split()
+        assert words[:3] == ["luckrate", "serve:", "listening"] and words[-1] == last
+        assert set(server.ports) == {"grpc", "http", "prometheus"}  # the address pairs still read as before
+        wait_until(lambda: note in "".join(server.stderr), "the runs-by note on stderr")

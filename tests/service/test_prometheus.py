@@ -11,19 +11,20 @@ import shutil
 import subprocess
 import urllib.request
 
-import pytest
 
 from luckrate.core.spec import load_specs
 from luckrate.service.app import build
 from luckrate.service.config import Endpoint, ServiceConfig
+from tests import external
 from tests.service.harness import SPEC, parse_metrics, record_runs, total, wait_until
 from tests.service.test_e2e import runs
 
 promtool = shutil.which("promtool")
 
 
-@pytest.mark.skipif(promtool is None, reason="promtool not installed (apt-get install prometheus)")
 def test_metrics_body_passes_promtool_check_metrics():
+    if promtool is None:
+        external.missing("promtool", "apt-get install -y prometheus")
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
     loop = Endpoint("127.0.0.1", 0)

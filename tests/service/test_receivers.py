@@ -443,3 +443,79 @@ def test_a_second_listener_on_a_taken_port_fails_naming_the_address(second):
         other.shutdown()
     finally:
         first.shutdown(0)
+
+
+# ---- one write per answer ------------------------------------------------------------------------
+
+ONE_SEGMENT = [
+    # (case, path, body, content type, status): answers with a body, each on the same kept-alive connection
+    ("OTLP/JSON 200 {}", "/v1/traces", b'{"resourceSpans": []}', "application/json", 200),
+    ("OTLP/JSON 400", "/v1/traces", b"{not json", "application/json", 400),
+    ("protobuf 400", "/v1/traces", b"\xff\xff\xff", PROTO, 400),
+    ("415", "/v1/traces", b"x", "text/plain", 415),
+    ("404", "/nowhere", b"", "text/plain", 404),
+]
+
+
+def _answer_in_one_recv(sock, request: bytes) -> bytes:
+    """Send ``request``, wait until the answer starts to arrive, and read it with one recv."""
+    import select
+
+    sock.sendall(request)
+    assert select.select([sock], [], [], 5)[0], "no answer within 5 s"
+    return sock.recv(65536)
+
+
+def test_http_answers_arrive_in_one_segment_on_a_kept_alive_connection(service):
+    """Regression: the headers and the body went out in two writes with Nagle's algorithm on, so on a
+    kept-alive connection the body waited for the client's delayed ACK (about 40 ms for every answer with
+    a body). A single recv as soon as the socket is readable must hold the whole answer: the status line,
+    the headers and all of the body that Content-Length announces."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", service.receivers[1].port), timeout=5) as sock:
+        for _ in range(3):  # Linux acknowledges the first segments of a connection at once: go past them
+            for case, path, body, ctype, code in ONE_SEGMENT:
+                request = (
+                    f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n\r\n"
+                ).encode() + body
+                answer = _answer_in_one_recv(sock, request)
+                head, _, got = answer.partition(b"\r\n\r\n")
+                assert head.startswith(f"HTTP/1.1 {code} ".encode()), (case, answer[:100])
+                length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:"))[15:])
+                assert length > 0 and len(got) == length, (case, answer)
+
+
+@pytest.mark.parametrize("flag", ["--grpc", "--http", "--prometheus"])
+def test_serve_on_a_busy_port_prints_only_its_own_error(flag):
+    """Regression: on a busy gRPC port, gRPC's core wrote its own log line ("E1202 ... add_port.cc:83] Failed
+    to add port to server ...") to stderr before luckrate's error. A real socket holds the port here."""
+    import socket
+    import subprocess
+    import sys
+
+    from tests.service.harness import ROOT
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        ports = {
+            "--grpc": "127.0.0.1:0",
+            "--http": "127.0.0.1:0",
+            "--prometheus": "127.0.0.1:0",
+            flag: f"127.0.0.1:{port}",
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "luckrate.service", "--spec", str(SPEC), *(x for kv in ports.items() for x in kv)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
+    name = flag.removeprefix("--")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert (
+        done.stderr == f"luckrate serve: cannot listen: {name} 127.0.0.1:{port}: cannot bind (Address already in use)\n"
+    )

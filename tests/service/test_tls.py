@@ -14,12 +14,18 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceS
 
 from luckrate.core.spec import load_specs
 from luckrate.service.app import build
+from tests import external
 from tests.service.harness import SPEC, record_runs, request_of
 from tests.service.test_e2e import runs
 from tests.service.harness import config
 from tests.service.test_receivers import PROTO
 
-pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl CLI to make certificates")
+
+@pytest.fixture(scope="module", autouse=True)
+def needs_openssl() -> None:
+    """The openssl CLI makes the certificates."""
+    if shutil.which("openssl") is None:
+        external.missing("the openssl CLI", "apt-get install -y openssl")
 
 
 def _openssl(*args: str, cwd) -> None:

@@ -189,5 +189,8 @@ def test_otlp_logs_must_be_an_http_url():
     from luckrate.service.config import InvalidConfig, ServiceConfig, finalize
     from tests.service.harness import SPEC
 
-    with pytest.raises(InvalidConfig, match="otlp_logs: expected an http\\(s\\) URL, got 'collector:4318'"):
+    with pytest.raises(
+        InvalidConfig,
+        match="otlp_logs: expected an http\\(s\\) URL such as http://collector:4318, got 'collector:4318'",
+    ):
         finalize(replace(ServiceConfig(spec=str(SPEC)), otlp_logs="collector:4318"), "test")

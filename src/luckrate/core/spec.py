@@ -462,6 +462,42 @@ def specs_from_object(obj: Mapping[str, Any], source: str) -> dict[str, Spec]:
     raise InvalidSpec(source, [("", "defines neither SPEC nor SPECS")])
 
 
+class NotASpecFile(InvalidSpec):
+    """A ``--spec`` file that holds data, not a spec: most often a runs file given as the spec."""
+
+    def __init__(self, path: str, message: str):
+        super().__init__(path, [(path, message)])
+
+    def __str__(self) -> str:
+        where, message = self.problems[0]
+        return f"{where}: {message}"
+
+
+_RUNS_KEYS = ("steps", "resourceSpans", "resourceLogs")
+"""Top-level keys of a run (the trajectory form) or an OTLP/JSON export: never a spec's."""
+_RUNS_FILE = (
+    "holds {form}, not a spec: give it as a FILE to grade, and with --spec a Python file "
+    "that defines SPEC or SPECS (or a .json file of the same shape)"
+)
+
+
+def _runs_form(text: str) -> str | None:
+    """What runs file ``text`` is (``runs in the trajectory form (JSON Lines)``, ``OTLP/JSON traces``), or
+    None when it is not one: JSON whose first document is a run or an OTLP/JSON export."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    for candidate in (first, text):
+        lines = candidate is first and first.strip() != text.strip()
+        try:
+            doc = json.loads(candidate)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(doc, Mapping) and any(key in doc for key in _RUNS_KEYS):
+            otlp = "resourceSpans" in doc or "resourceLogs" in doc
+            return ("OTLP/JSON traces" if otlp else "runs in the trajectory form") + (" (JSON Lines)" if lines else "")
+        return None
+    return None
+
+
 def load_specs(path: str | Path) -> dict[str, Spec]:
     """Load specs from a Python file (defining SPEC or SPECS) or a JSON file of the same shape.
 
@@ -471,9 +507,13 @@ def load_specs(path: str | Path) -> dict[str, Spec]:
     for an unreadable file.
     """
     path = Path(path)
+    text = _read_text(path)
+    form = _runs_form(text) if text.lstrip()[:1] == "{" else None
+    if form:
+        raise NotASpecFile(str(path), _RUNS_FILE.format(form=form))
     if path.suffix == ".json":
         try:
-            obj = json.loads(path.read_text(encoding="utf-8"))
+            obj = json.loads(text)
         except json.JSONDecodeError as e:
             raise InvalidSpec(str(path), [(f"line {e.lineno}", f"invalid JSON ({e.msg})")]) from None
         except (RecursionError, ValueError) as e:  # nested too deeply; an integer over 4300 digits
@@ -483,13 +523,20 @@ def load_specs(path: str | Path) -> dict[str, Spec]:
         if not isinstance(obj, Mapping):
             raise InvalidSpec(str(path), [("", "a JSON spec file holds an object")])
         return specs_from_object(obj, str(path))
-    if not path.is_file():
-        raise FileNotFoundError(f"spec file not found: {path}")
     try:
         obj = runpy.run_path(str(path))
     except Exception as e:  # the spec's own code failed: bad input (exit 2), not a failed gate (exit 1)
         raise SpecFileError(str(path), e) from None
     return specs_from_object(obj, str(path))
+
+
+def _read_text(path: Path) -> str:
+    if not path.is_file():
+        raise FileNotFoundError(f"spec file not found: {path}")
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise InvalidSpec(str(path), [("", f"cannot read ({e.strerror})")]) from None
 
 
 def spec_for(specs: Mapping[str, Spec], agent: str | None) -> Spec | None:

@@ -371,6 +371,17 @@ def _otlp_reader(cfg: ServiceConfig):
     )
 
 
+RUNS_BY_NOTE = {
+    "trace": "runs-by=trace: each trace is graded as one run, root_grace after its root span "
+    "(luckrate grade groups traces tied by span links by default; --runs-by links does that here)",
+    "links": "runs-by=links: traces tied by span links are one run, graded run_wait seconds after the last "
+    "trace joined it",
+    "conversation": "runs-by=conversation: traces tied by span links or sharing gen_ai.conversation.id are one "
+    "run, graded run_wait seconds after the last trace joined it",
+}
+"""What the start line's ``runs-by=`` means, logged beside it (grade's default differs: docs/serve.md)."""
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=getattr(args, "log_level", "INFO") or "INFO",
@@ -390,10 +401,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         service.start()
     except (OSError, RuntimeError) as e:
-        print(f"luckrate serve: cannot listen: {e}", file=sys.stderr)
+        detail = e.strerror if isinstance(e, OSError) and e.strerror else e  # the message, not "[Errno 98]"
+        print(f"luckrate serve: cannot listen: {detail}", file=sys.stderr)
         service.stop(cfg.shutdown_timeout)
         return 1
-    print(f"luckrate serve: listening {service.addresses()}", flush=True)
+    # One token after the address pairs, so a reader taking the line's name/address pairs is not thrown.
+    print(f"luckrate serve: listening {service.addresses()} runs-by={cfg.runs_by}", flush=True)
+    log.info("%s", RUNS_BY_NOTE[cfg.runs_by])
     while not stop.wait(0.5):  # a timed wait keeps the main thread responsive to signals
         pass
     log.info("stopping: grading %d buffered trace(s)", service.grading.active)

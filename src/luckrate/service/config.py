@@ -11,6 +11,7 @@ import difflib
 import math
 import os
 import tomllib
+from urllib.parse import urlsplit, urlunsplit
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
@@ -316,10 +317,8 @@ def finalize(cfg: ServiceConfig, source: str = "", env: Mapping[str, str] | None
         value = getattr(cfg, key)
         if value and not Path(value).is_file():
             problems.append((key, f"file not found: {value}"))
-    for key in ("otlp_metrics", "otlp_logs"):
-        url = getattr(cfg, key)
-        if url and not url.startswith(("http://", "https://")):
-            problems.append((key, f"expected an http(s) URL, got {url!r}"))
+    otlp_metrics = _otlp_url("otlp_metrics", cfg.otlp_metrics, problems)
+    otlp_logs = _otlp_url("otlp_logs", cfg.otlp_logs, problems)
     if cfg.verdict_log_all and not cfg.verdict_log:
         problems.append(("verdict_log_all", "needs verdict_log, the file to write (--verdict-log FILE)"))
     if not cfg.wal_dir:
@@ -343,7 +342,34 @@ def finalize(cfg: ServiceConfig, source: str = "", env: Mapping[str, str] | None
     token = _token(cfg, env, problems)
     if problems:
         raise InvalidConfig(source or "(flags)", problems)
-    return replace(cfg, bearer_token=token)
+    return replace(cfg, bearer_token=token, otlp_metrics=otlp_metrics, otlp_logs=otlp_logs)
+
+
+OTLP_PATHS = {"otlp_metrics": "/v1/metrics", "otlp_logs": "/v1/logs"}
+"""The OTLP/HTTP path each push appends to a base URL."""
+
+
+def _otlp_url(key: str, url: str | None, problems: list[tuple[str, str]]) -> str | None:
+    """The URL an OTLP/HTTP push sends to, as OTel exporters read ``OTEL_EXPORTER_OTLP_ENDPOINT``: a base
+    URL (no path, or ``/``) gets the signal's path appended (``http://collector:4318`` sends to
+    ``http://collector:4318/v1/metrics``); a URL with a path is used as it is, as a signal's own
+    ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` is."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        problems.append((key, f"expected an http(s) URL such as http://collector:4318, got {url!r}"))
+        return url
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:  # not a number, or out of range
+        port_ok = False
+    if not port_ok:
+        problems.append((key, f"bad port in {url!r}"))
+        return url
+    if parts.path in ("", "/"):
+        return urlunsplit(parts._replace(path=OTLP_PATHS[key]))
+    return url
 
 
 def _token(cfg: ServiceConfig, env: Mapping[str, str], problems: list[tuple[str, str]]) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import errno
 import logging
+import socket
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -38,6 +39,25 @@ HEALTH_SERVICE = "grpc.health.v1.Health"
 # grpc.health.v1.HealthCheckResponse.ServingStatus
 SERVING, NOT_SERVING = 1, 2
 MAX_RESPONSE = 4 * 1024 * 1024
+
+
+def _refuse_taken(endpoint: Endpoint) -> None:
+    """Bind the address as gRPC will (without SO_REUSEPORT), then let go: a taken port is refused here,
+    in luckrate's words, before gRPC's core writes its own log line about it to stderr. A port taken in
+    between is still refused after gRPC's line (start's RuntimeError)."""
+    if endpoint.port == 0:
+        return
+    try:
+        found = socket.getaddrinfo(endpoint.host, endpoint.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror:
+        return  # a name that does not resolve: gRPC's bind refuses it
+    for family, kind, proto, _, address in found:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC: TIME_WAIT is no obstacle
+            try:
+                probe.bind(address)
+            except OSError as e:
+                raise OSError(e.errno, f"grpc {endpoint}: cannot bind ({e.strerror})") from None
 
 
 class _Status(collections.namedtuple("_Status", ("code", "details", "trailing_metadata")), grpc.Status):
@@ -109,6 +129,7 @@ class GrpcReceiver:
             )
         )
         address = str(self.endpoint)
+        _refuse_taken(self.endpoint)
         try:
             if self._credentials is not None:
                 self.port = self._server.add_secure_port(address, self._credentials)

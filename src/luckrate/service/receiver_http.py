@@ -20,6 +20,7 @@ import socket
 import ssl
 import threading
 import zlib
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 
 from google.protobuf import json_format
@@ -212,6 +213,10 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
 
         def setup(self) -> None:
             super().setup()
+            # Each answer leaves in one write (_send), and nothing waits on Nagle's algorithm: a 100 Continue
+            # or an answer the standard library writes in two parts goes out at once, not after the
+            # client's delayed ACK.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.rfile.close()  # the socket file knows only a per-read timeout: read through the deadline
             self._deadline = Deadline(receiver.idle_timeout, receiver.request_timeout)
             self.rfile = io.BufferedReader(DeadlineReader(self.connection, self._deadline))
@@ -409,17 +414,21 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
                 self._discard(self._unread)
 
         def _send(self, code: int, ctype: str, body: bytes, headers: tuple[tuple[str, str], ...] = ()) -> None:
+            """Write the answer, status line to body, in one write: headers and body written apart wait on
+            the client's delayed ACK whenever Nagle's algorithm holds the second part."""
             self._answered = True
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            for k, v in headers:
-                self.send_header(k, v)
-            if self.close_connection:
-                self.send_header("Connection", "close")
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
+            self.log_request(code)
+            lines = [
+                f"{self.protocol_version} {code} {HTTPStatus(code).phrase}",
+                f"Server: {self.version_string()}",
+                f"Date: {self.date_time_string()}",
+                f"Content-Type: {ctype}",
+                f"Content-Length: {len(body)}",
+                *(f"{k}: {v}" for k, v in headers),
+                *(["Connection: close"] if self.close_connection else []),
+            ]
+            head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+            self.wfile.write(head if self.command == "HEAD" else head + body)
 
         def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
             # Only the standard library calls this: for a request it could not read as HTTP (a bad request

@@ -235,6 +235,20 @@ def _decode(data: bytes, source: str, json: bool, logs_only: bool):
         raise e.at(source) from None
 
 
+def is_otlp_protobuf(data: bytes) -> bool:
+    """The bytes are a binary OTLP export: a traces request with a span that has a trace id, or a logs
+    request (``luckrate grade`` without ``--format`` tells a file's format by this)."""
+    try:
+        traces = request_from_protobuf(data)
+    except InvalidInput:
+        traces = None
+    if traces is not None and any(
+        len(s.trace_id) == 16 for rs in traces.resource_spans for ss in rs.scope_spans for s in ss.spans
+    ):
+        return True
+    return _is_logs_protobuf(data)
+
+
 def _is_logs_protobuf(data: bytes) -> bool:
     """Told apart by content: a binary ExportLogsServiceRequest often fails to parse as a traces request,
     and when it does parse (the two share their outer field numbers) its spans have no trace id (a
