@@ -195,7 +195,7 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         "counter",
         "{trace}",
         "Completed traces (or runs across traces) not graded, by reason (no spec for the agent, unreadable "
-        "spans, a trace that links to a run already graded)",
+        "spans, a trace that links to a run already graded, nothing observable: no tool call and no content)",
         ("reason",),
     ),
     Instrument(
@@ -244,7 +244,7 @@ BY_NAME = {i.name: i for i in INSTRUMENTS}
 _KEYS = {i.name: frozenset(i.attributes) for i in INSTRUMENTS}
 
 COMPLETION_REASONS = ("root_ended", "idle", "max_age", "max_spans", "shutdown")
-UNGRADED_REASONS = ("no_spec", "invalid", "late_for_run")
+UNGRADED_REASONS = ("no_spec", "invalid", "late_for_run", "not_gradable")
 WAL_REFUSALS = ("wal_full", "wal_error")
 """The write-ahead log could not take a request: full (``wal_max_bytes`` or the disk), or writing failed."""
 REFUSAL_REASONS = (

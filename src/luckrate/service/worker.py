@@ -37,7 +37,8 @@ def _bounded(value: Any, limit: int = MAX_ECHO) -> Any:
 
 class VerdictLog:
     """JSON Lines, one line per graded trace that has violations (with ``every_run``, per graded trace:
-    a clean one has ``"violations": []``); written by the worker thread only."""
+    a clean one has ``"violations": []``), and one per run not gradable (with ``"not_gradable": reason``);
+    written by the worker thread only."""
 
     def __init__(self, path: str | Path, every_run: bool = False):
         self.every_run = every_run
@@ -55,6 +56,8 @@ class VerdictLog:
         }
         if len(g.violations) > MAX_ECHO_VIOLATIONS:
             line["violations_omitted"] = len(g.violations) - MAX_ECHO_VIOLATIONS
+        if g.not_gradable is not None:
+            line["not_gradable"] = g.not_gradable
         self.write_line(json.dumps(line, ensure_ascii=False))
 
     def write_line(self, text: str) -> None:
@@ -228,6 +231,14 @@ class Worker:
             log.debug("trace %s not graded: no spec for agent %r", tid, _bounded(traj.agent, 64))
             return
         g = grade(traj, spec)
+        if g.not_gradable is not None:
+            # Not a run with a good or a bad path: out of luckrate.runs (and so of the Luck Rate), counted
+            # beside the other traces not graded, and logged with its reason.
+            self._telemetry.add("luckrate.traces.ungraded", reason="not_gradable")
+            log.info("trace %s not gradable: %s", tid, g.not_gradable)
+            if self._verdicts is not None:
+                self._verdicts.write(g, spec.name)
+            return
         root = trace.root_span_id
         self._telemetry.run(g, spec, spec.name, trace=(trace.trace_id, root))
         if self._verdicts is not None and (g.violations or self._verdicts.every_run):
