@@ -155,6 +155,8 @@ def test_verdict_log_all_reaches_every_grading_process(tmp_path, workers):
             "off",
             "--prometheus",
             "127.0.0.1:0",
+            "--viewer",
+            "127.0.0.1:0",
             "--root-grace",
             "0.05",
             "--workers",

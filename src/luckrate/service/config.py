@@ -8,6 +8,7 @@ OTel SDK, which logs and falls back to a default).
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import math
 import os
 import tomllib
@@ -129,13 +130,26 @@ class ServiceConfig:
     """PEM CA bundle; when set, clients must present a certificate it signed (mutual TLS)."""
     bearer_token_file: str | None = None
     """File holding the bearer token clients must send; also ``LUCKRATE_BEARER_TOKEN``."""
+    viewer: Endpoint | None = Endpoint("127.0.0.1", 9465)
+    """The run viewer's page and JSON API; None (``"off"``) disables it. Off loopback it takes the receivers'
+    TLS and requires the bearer token."""
+    viewer_runs: int = 1000
+    """Graded runs the viewer holds, newest first; older ones are dropped and counted."""
+    viewer_content: bool = True
+    """False: the viewer holds and shows no content (arguments, results, inputs, findings' details) even where
+    the instrumentation captured it."""
+    trace_url: str | None = None
+    """Link from every run to the tracing backend: a URL with ``{trace_id}`` where the trace id goes."""
+    public_url: str | None = None
+    """The viewer's address as users reach it (``https://luckrate.example/``): verdict log events carry each
+    run's page there as ``luckrate.run.url``."""
     bearer_token: str | None = None
     """Resolved token (from the file or the environment); not a TOML key."""
 
 
 _NOT_KEYS = frozenset({"bearer_token"})
 KEYS = tuple(f.name for f in fields(ServiceConfig) if f.name not in _NOT_KEYS)
-_ENDPOINTS = ("grpc", "http", "prometheus")
+_ENDPOINTS = ("grpc", "http", "prometheus", "viewer")
 _POSITIVE_FLOATS = (
     "run_wait",
     "max_run_age",
@@ -157,6 +171,7 @@ _POSITIVE_INTS = (
     "retry_after",
     "http_max_connections",
     "wal_max_bytes",
+    "viewer_runs",
 )
 _STRINGS = ("spec", "output_attribute")
 _CHOICES = {
@@ -164,7 +179,7 @@ _CHOICES = {
     "wal_sync": ("interval", "request"),
     "runs_by": ("trace", "links", "conversation"),
 }
-_BOOLS = ("verdict_log_all",)
+_BOOLS = ("verdict_log_all", "viewer_content")
 _OPTIONAL_STRINGS = (
     "otlp_metrics",
     "otlp_logs",
@@ -175,6 +190,8 @@ _OPTIONAL_STRINGS = (
     "tls_client_ca",
     "bearer_token_file",
     "wal_dir",
+    "trace_url",
+    "public_url",
 )
 
 
@@ -316,7 +333,23 @@ def finalize(cfg: ServiceConfig, source: str = "", env: Mapping[str, str] | None
         value = getattr(cfg, key)
         if value and not Path(value).is_file():
             problems.append((key, f"file not found: {value}"))
-    for key in ("otlp_metrics", "otlp_logs"):
+    if cfg.trace_url and "{trace_id}" not in cfg.trace_url:
+        problems.append(
+            ("trace_url", f"expected a URL with {{trace_id}} where the trace id goes, got {cfg.trace_url!r}")
+        )
+    if (
+        cfg.viewer is not None
+        and not loopback(cfg.viewer.host)
+        and not (cfg.bearer_token_file or env.get(ENV_BEARER_TOKEN))
+    ):
+        problems.append(
+            (
+                "viewer",
+                f"{cfg.viewer} is not loopback: the page shows span content, so it needs the bearer token "
+                "(bearer_token_file or LUCKRATE_BEARER_TOKEN), and tls_cert/tls_key for TLS",
+            )
+        )
+    for key in ("otlp_metrics", "otlp_logs", "trace_url", "public_url"):
         url = getattr(cfg, key)
         if url and not url.startswith(("http://", "https://")):
             problems.append((key, f"expected an http(s) URL, got {url!r}"))
@@ -344,6 +377,16 @@ def finalize(cfg: ServiceConfig, source: str = "", env: Mapping[str, str] | None
     if problems:
         raise InvalidConfig(source or "(flags)", problems)
     return replace(cfg, bearer_token=token)
+
+
+def loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (the viewer needs no token there)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _token(cfg: ServiceConfig, env: Mapping[str, str], problems: list[tuple[str, str]]) -> str | None:

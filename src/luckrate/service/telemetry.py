@@ -232,6 +232,12 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         ("reason",),
     ),
     Instrument(
+        "luckrate.viewer.runs.evicted",
+        "counter",
+        "{run}",
+        "Graded runs dropped from the run viewer, oldest first, to make room for new ones (viewer_runs)",
+    ),
+    Instrument(
         "luckrate.verdict_events.dropped",
         "counter",
         "{event}",
@@ -304,6 +310,7 @@ ZERO_SERIES: tuple[tuple[str, tuple[dict[str, str], ...]], ...] = (
     ("luckrate.runs.completed", tuple({"reason": r} for r in RUN_REASONS)),
     ("luckrate.runs.assembly", tuple({"outcome": o} for o in RUN_ASSEMBLY_OUTCOMES)),
     ("luckrate.verdict_events.dropped", tuple({"reason": r} for r in VERDICT_EVENT_DROPS)),
+    ("luckrate.viewer.runs.evicted", ({},)),
 )
 """Loss and health counters over closed label sets, exported at 0 from the start: a healthy service
 shows 0 rather than "No data", and ``rate()``/``increase()`` alerts see the very first increment."""

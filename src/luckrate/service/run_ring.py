@@ -1,0 +1,113 @@
+"""The runs the viewer shows: the latest graded runs, newest first, in a ring of fixed size.
+
+The grading thread (or, with ``--workers N``, the reader thread of each grading process's reports) adds;
+the viewer's HTTP threads read. A run is held as the objects grading already built (its ``RunGrade``, its
+``Trajectory``) plus a few fields, so holding one costs little beyond its own data; its page is worked out
+when someone opens it (``luckrate.view.model``), not when it is graded.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+
+from luckrate.core.grade import RunGrade
+from luckrate.core.spec import Spec
+from luckrate.core.step import Trajectory
+
+HIDDEN = "(content hidden)"
+"""What a finding's detail reads when the viewer's content switch is off (details quote argument values)."""
+
+
+@dataclass(slots=True)
+class Held:
+    """One graded run as the viewer holds it."""
+
+    seq: int
+    """Its place in arrival order (1, 2, ...): ``/api/runs?after=`` reads runs with a greater one."""
+    grade: RunGrade
+    traj: Trajectory
+    spec: Spec
+    """The spec it was graded against (shared with every other run of that spec)."""
+    traces: tuple[str, ...]
+    """The trace ids of the run, hex; the first is the one its verdict is attached to."""
+    graded_at: float
+    """Epoch seconds."""
+
+    @property
+    def trace_id(self) -> str:
+        return self.traces[0]
+
+
+def without_content(traj: Trajectory, g: RunGrade) -> tuple[Trajectory, RunGrade]:
+    """The run with no argument, result, error text, input or message left (the content switch off): the
+    tool names, the timing and the findings' checks stay."""
+    steps = tuple(replace(s, args={}, result=None, error=None if s.error is None else "error") for s in traj.steps)
+    hidden = tuple(replace(v, detail=HIDDEN) for v in g.violations)
+    return replace(traj, steps=steps, input="", messages=(), content=False), replace(g, violations=hidden)
+
+
+class RunRing:
+    """The latest ``capacity`` runs; the oldest goes when a new one comes, counted by ``evicted``."""
+
+    def __init__(
+        self,
+        capacity: int,
+        *,
+        content: bool = True,
+        count: Callable[..., object] = lambda *a, **k: None,
+        clock: Callable[[], float] = time.time,
+    ):
+        """``content`` False keeps no content at all (``without_content``). ``count(name, n)`` records an
+        eviction on ``luckrate.viewer.runs.evicted``."""
+        self.capacity = capacity
+        self.content = content
+        self._count = count
+        self._clock = clock
+        self._runs: deque[Held] = deque()
+        self._by_trace: dict[str, Held] = {}
+        self._lock = threading.Lock()
+        self._seq = 0
+        self.evicted = 0
+
+    def add(self, g: RunGrade, traj: Trajectory, spec: Spec, traces: tuple[str, ...]) -> None:
+        """Never blocks for long: a lock held for a few dict and deque operations."""
+        if not self.content:
+            traj, g = without_content(traj, g)
+        with self._lock:
+            self._seq += 1
+            held = Held(self._seq, g, traj, spec, traces, self._clock())
+            self._runs.append(held)
+            for tid in traces:
+                self._by_trace[tid] = held
+            dropped = self._runs.popleft() if len(self._runs) > self.capacity else None
+            if dropped is not None:
+                for tid in dropped.traces:
+                    if self._by_trace.get(tid) is dropped:
+                        del self._by_trace[tid]
+                self.evicted += 1
+        if dropped is not None:
+            self._count("luckrate.viewer.runs.evicted")
+
+    def get(self, trace_id: str) -> Held | None:
+        with self._lock:
+            return self._by_trace.get(trace_id)
+
+    def newest(self, after: int = 0) -> Iterator[Held]:
+        """Newest first, those with ``seq > after``; a snapshot, safe while runs keep coming."""
+        with self._lock:
+            runs = list(self._runs)
+        for held in reversed(runs):
+            if held.seq <= after:
+                return
+            yield held
+
+    @property
+    def last(self) -> int:
+        return self._seq
+
+    def __len__(self) -> int:
+        return len(self._runs)
