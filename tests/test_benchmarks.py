@@ -102,3 +102,25 @@ def test_the_logs_path_benchmark_runs_and_prints_every_figure() -> None:
         assert any(line.startswith(f"{mode}, messages in {form}: µs per run") for line in lines), (mode, form)
     ratios = [line for line in lines if "log records / span events, per run" in line]
     assert len(ratios) == 2 and all(float(line.split("per run")[1].split()[0]) > 0 for line in ratios)
+
+
+def test_the_viewer_benchmark_runs_and_prints_every_figure() -> None:
+    """benchmarks/viewer.py on one round: each row measured (a number where the figure goes)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "viewer.py"), "--rounds", "1"],
+        cwd=ROOT / "benchmarks",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    for row in (
+        "without the viewer",
+        "with the viewer (ring of 1000)",
+        "RunRing.add alone",
+        "--workers: pack, pickle, unpickle, unpack",
+        "content on",
+        "content off",
+    ):
+        (line,) = [x for x in done.stdout.splitlines() if row in x]
+        assert float(line.split("|")[2].split()[0]) > 0, line

@@ -87,3 +87,22 @@ def test_luck_by_agent_prints_a_dash_without_passing_runs():
     assert (agents["b"]["lucky"], agents["b"]["passing"], agents["b"]["rate_text"]) == (1, 2, "50.0%")
     assert agents["b"]["not_gradable"] == 1
     assert model.luck_by_agent(rows)["checks"] == [{"check": "taint", "runs": 2}]
+
+
+def test_a_run_crosses_from_a_grading_process_unchanged_where_the_viewer_reads_it():
+    import pickle
+
+    from luckrate.service.run_ring import pack, unpack
+
+    g, traj = tainted(3)
+    back_g, back_traj, traces = unpack(pickle.loads(pickle.dumps(pack(g, traj, ("ab", "cd")))))
+    assert (back_g, traces) == (g, ("ab", "cd"))
+    assert back_traj.steps == traj.steps and back_traj.inputs == traj.inputs
+    assert (back_traj.id, back_traj.agent, back_traj.content, back_traj.output_ok) == (
+        traj.id,
+        traj.agent,
+        traj.content,
+        traj.output_ok,
+    )
+    spec = SPECS["*"]
+    assert model.detail(back_g, back_traj, spec, traces) == model.detail(g, traj, spec, traces)

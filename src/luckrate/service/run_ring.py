@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 
 from luckrate.core.grade import RunGrade
 from luckrate.core.spec import Spec
-from luckrate.core.step import Trajectory
+from luckrate.core.step import Step, Trajectory
+from luckrate.core.violation import Severity, Violation
 
 HIDDEN = "(content hidden)"
 """What a finding's detail reads when the viewer's content switch is off (details quote argument values)."""
@@ -48,6 +49,40 @@ def without_content(traj: Trajectory, g: RunGrade) -> tuple[Trajectory, RunGrade
     steps = tuple(replace(s, args={}, result=None, error=None if s.error is None else "error") for s in traj.steps)
     hidden = tuple(replace(v, detail=HIDDEN) for v in g.violations)
     return replace(traj, steps=steps, input="", messages=(), content=False), replace(g, violations=hidden)
+
+
+def pack(g: RunGrade, traj: Trajectory, traces: tuple[str, ...]) -> tuple:
+    """A graded run as tuples of plain values, for a grading process's report: pickling the frozen records
+    themselves cost 5x as much (benchmarks/viewer.py). Keeps what the viewer shows and what provenance
+    reads (steps, input); not the messages or model turns."""
+    violations = tuple((v.check, v.severity.value, v.step, v.tool, v.detail, v.source) for v in g.violations)
+    steps = tuple((s.tool, s.args, s.result, s.error, s.t, s.duration, s.agent, s.call_id) for s in traj.steps)
+    verdict = (g.id, g.case, g.agent, g.output_ok, violations, g.skipped, g.not_gradable)
+    return (
+        traces,
+        verdict,
+        (traj.id, traj.case, traj.agent, traj.input, traj.output_ok, traj.content, traj.error),
+        steps,
+    )
+
+
+def unpack(packed: tuple) -> tuple[RunGrade, Trajectory, tuple[str, ...]]:
+    """``pack`` undone, in the receiving process."""
+    traces, (gid, case, agent, output_ok, violations, skipped, not_gradable), run, steps = packed
+    g = RunGrade(
+        gid,
+        case,
+        agent,
+        output_ok,
+        tuple(
+            Violation(c, Severity(sev), step, tool, detail, source) for c, sev, step, tool, detail, source in violations
+        ),
+        skipped,
+        not_gradable,
+    )
+    tid, tcase, tagent, given, t_ok, content, error = run
+    made = tuple(Step(i, *s) for i, s in enumerate(steps))
+    return g, Trajectory(tid, made, tcase, tagent, given, t_ok, content, error), traces
 
 
 class RunRing:

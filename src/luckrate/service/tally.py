@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from luckrate.service.exemplars import trace_context
+from luckrate.service.run_ring import pack
 from luckrate.service.telemetry import BY_NAME, Labels, Telemetry
 
 REPORT_EVERY = 0.05
@@ -41,8 +42,8 @@ class Report:
     settled_records: int = 0
     """Log records assembled into graded traces or dropped: their budget is given back too."""
     runs: list = field(default_factory=list)
-    """For the run viewer (``viewer`` on): ``(grade, trajectory, trace ids)`` of each run graded since the
-    last report; the receiving process puts them in its ring."""
+    """For the run viewer (``viewer`` on): each run graded since the last report, as ``run_ring.pack`` made
+    it; the receiving process puts them in its ring."""
 
 
 class _RawAgents:
@@ -90,7 +91,7 @@ class Tally:
 
     def hold(self, g, traj, spec, traces: tuple[str, ...]) -> None:
         """Keep a graded run for the next report (its spec stays here: the receiving process has the same)."""
-        self.runs.append((g, traj, traces))
+        self.runs.append(pack(g, traj, traces))
 
     def release(self, n: int) -> None:
         self.settled += n

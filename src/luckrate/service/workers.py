@@ -36,6 +36,7 @@ from luckrate.service.assembler import SpanBudget
 from luckrate.service.config import ServiceConfig
 from luckrate.service.grading_process import send_batch, send_stop, worker_main
 from luckrate.service.intake import Judged
+from luckrate.service.run_ring import unpack
 from luckrate.service.tally import Report, apply
 from luckrate.service.telemetry import Telemetry
 from luckrate.service.wal import Feed, WriteAheadLog
@@ -285,8 +286,8 @@ class WorkerPool:
                 for line in report.lines:
                     self._verdicts.write_line(line)
         if self._hold is not None:
-            for run in report.runs:
-                self._hold(*run)
+            for packed in report.runs:
+                self._hold(*unpack(packed))
         if self._wal is not None and report.traces:
             self._wal.settle(report.traces)
 
