@@ -35,13 +35,27 @@ def fill(ring: RunRing, n: int) -> None:
 @pytest.mark.parametrize("capacity, added, held, evicted", [(3, 2, 2, 0), (3, 3, 3, 0), (3, 7, 3, 4), (1, 2, 1, 1)])
 def test_the_ring_keeps_the_newest_and_counts_what_it_drops(capacity, added, held, evicted):
     counted = []
-    ring = RunRing(capacity, count=lambda name, n=1: counted.append(name))
+    ring = RunRing(capacity, count=lambda name, n=1: counted.extend([name] * n))
     fill(ring, added)
     assert [h.seq for h in ring.newest()] == list(range(added, added - held, -1))
     assert (len(ring), ring.evicted, ring.last) == (held, evicted, added)
     assert counted == ["luckrate.viewer.runs.evicted"] * evicted
     assert ring.get(f"{added:032x}") is not None
     assert (ring.get(f"{1:032x}") is None) is (evicted > 0)
+
+
+def test_the_ring_keeps_to_its_bytes_too():
+    counted = []
+    one = RunRing(10)
+    fill(one, 1)
+    size = one.bytes
+    ring = RunRing(10, max_bytes=3 * size + size // 2, count=lambda name, n=1: counted.extend([name] * n))
+    fill(ring, 6)
+    assert [h.seq for h in ring.newest()] == [6, 5, 4]
+    assert (ring.evicted, len(counted), ring.bytes) == (3, 3, 3 * size)
+    tiny = RunRing(10, max_bytes=1)
+    fill(tiny, 2)
+    assert [h.seq for h in tiny.newest()] == [2]  # the newest stays, whatever its size
 
 
 def test_after_reads_only_newer_runs():

@@ -111,6 +111,7 @@ _FLAGS = (
     ("--bearer-token-file", "bearer_token_file", str, "file with the bearer token clients must send"),
     ("--viewer", "viewer", str, "run viewer page and JSON API HOST:PORT, or off (default 127.0.0.1:9465)"),
     ("--viewer-runs", "viewer_runs", int, "graded runs the viewer holds, newest first (default 1000)"),
+    ("--viewer-max-bytes", "viewer_max_bytes", int, "about the most bytes of runs the viewer holds (default 256 MiB)"),
     (
         "--viewer-content",
         "viewer_content",
@@ -233,7 +234,9 @@ def build(cfg: ServiceConfig, specs) -> Service:
         readers.append(_otlp_reader(cfg))
     telemetry = Telemetry(readers, Labels(specs, cfg.max_agents))
     events = None
-    ring = RunRing(cfg.viewer_runs, content=cfg.viewer_content, count=telemetry.add) if cfg.viewer else None
+    ring = None
+    if cfg.viewer is not None:
+        ring = RunRing(cfg.viewer_runs, max_bytes=cfg.viewer_max_bytes, content=cfg.viewer_content, count=telemetry.add)
     n = worker_count(cfg)
     wal = open_wal(cfg, telemetry.add, owners=n) if cfg.wal_dir else None
     budget: SpanBudget

@@ -135,6 +135,9 @@ class ServiceConfig:
     TLS and requires the bearer token."""
     viewer_runs: int = 1000
     """Graded runs the viewer holds, newest first; older ones are dropped and counted."""
+    viewer_max_bytes: int = 256 * MIB
+    """About the most bytes of runs the viewer holds (each run's text and structure, estimated); past it
+    the oldest runs are dropped and counted, as past ``viewer_runs``."""
     viewer_content: bool = True
     """False: the viewer holds and shows no content (arguments, results, inputs, findings' details) even where
     the instrumentation captured it."""
@@ -172,6 +175,7 @@ _POSITIVE_INTS = (
     "http_max_connections",
     "wal_max_bytes",
     "viewer_runs",
+    "viewer_max_bytes",
 )
 _STRINGS = ("spec", "output_attribute")
 _CHOICES = {

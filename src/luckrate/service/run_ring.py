@@ -37,6 +37,8 @@ class Held:
     """The trace ids of the run, hex; the first is the one its verdict is attached to."""
     graded_at: float
     """Epoch seconds."""
+    size: int = 0
+    """Its estimated bytes (``estimate``), counted against the ring's ``max_bytes``."""
 
     @property
     def trace_id(self) -> str:
@@ -49,6 +51,16 @@ def without_content(traj: Trajectory, g: RunGrade) -> tuple[Trajectory, RunGrade
     steps = tuple(replace(s, args={}, result=None, error=None if s.error is None else "error") for s in traj.steps)
     hidden = tuple(replace(v, detail=HIDDEN) for v in g.violations)
     return replace(traj, steps=steps, input="", messages=(), content=False), replace(g, violations=hidden)
+
+
+def estimate(traj: Trajectory) -> int:
+    """Roughly the bytes a held run keeps alive: its steps' results and errors (exactly: they are most of a
+    run), 256 bytes an argument, a fixed part per step and per run. Under a microsecond a run (walking the
+    arguments' values cost 15 times as much): the ring's byte bound is a guard against huge runs."""
+    size = 2048 + (len(traj.input) if isinstance(traj.input, str) else sum(map(len, traj.input)))
+    for s in traj.steps:
+        size += 400 + len(s.tool) + len(s.result or "") + len(s.error or "") + 256 * len(s.args)
+    return size
 
 
 def pack(g: RunGrade, traj: Trajectory, traces: tuple[str, ...]) -> tuple:
@@ -92,13 +104,17 @@ class RunRing:
         self,
         capacity: int,
         *,
+        max_bytes: int = 1 << 62,
         content: bool = True,
         count: Callable[..., object] = lambda *a, **k: None,
         clock: Callable[[], float] = time.time,
     ):
-        """``content`` False keeps no content at all (``without_content``). ``count(name, n)`` records an
+        """At most ``capacity`` runs and about ``max_bytes`` (``estimate``; the newest run stays whatever its
+        size). ``content`` False keeps no content at all (``without_content``). ``count(name)`` records an
         eviction on ``luckrate.viewer.runs.evicted``."""
         self.capacity = capacity
+        self.max_bytes = max_bytes
+        self.bytes = 0
         self.content = content
         self._count = count
         self._clock = clock
@@ -112,20 +128,25 @@ class RunRing:
         """Never blocks for long: a lock held for a few dict and deque operations."""
         if not self.content:
             traj, g = without_content(traj, g)
+        size = estimate(traj)
+        dropped = 0
         with self._lock:
             self._seq += 1
-            held = Held(self._seq, g, traj, spec, traces, self._clock())
+            held = Held(self._seq, g, traj, spec, traces, self._clock(), size)
             self._runs.append(held)
+            self.bytes += size
             for tid in traces:
                 self._by_trace[tid] = held
-            dropped = self._runs.popleft() if len(self._runs) > self.capacity else None
-            if dropped is not None:
-                for tid in dropped.traces:
-                    if self._by_trace.get(tid) is dropped:
+            while len(self._runs) > self.capacity or (self.bytes > self.max_bytes and len(self._runs) > 1):
+                old = self._runs.popleft()
+                self.bytes -= old.size
+                for tid in old.traces:
+                    if self._by_trace.get(tid) is old:
                         del self._by_trace[tid]
-                self.evicted += 1
-        if dropped is not None:
-            self._count("luckrate.viewer.runs.evicted")
+                dropped += 1
+            self.evicted += dropped
+        if dropped:
+            self._count("luckrate.viewer.runs.evicted", dropped)
 
     def get(self, trace_id: str) -> Held | None:
         with self._lock:

@@ -235,7 +235,8 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         "luckrate.viewer.runs.evicted",
         "counter",
         "{run}",
-        "Graded runs dropped from the run viewer, oldest first, to make room for new ones (viewer_runs)",
+        "Graded runs dropped from the run viewer, oldest first, to make room for new ones (viewer_runs, "
+        "viewer_max_bytes)",
     ),
     Instrument(
         "luckrate.verdict_events.dropped",

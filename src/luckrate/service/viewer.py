@@ -80,6 +80,7 @@ class Viewer:
             "held": len(self.ring),
             "capacity": self.ring.capacity,
             "evicted": self.ring.evicted,
+            "bytes": self.ring.bytes,
         }
 
     def summary(self) -> dict[str, Any]:
