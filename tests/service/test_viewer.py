@@ -142,3 +142,45 @@ def test_runs_reach_the_viewer_from_every_grading_process(workers):
         scrape = server.wait_metric("luckrate_viewer_runs_evicted_total", 1)
         assert scrape
         assert server.terminate() == 0
+
+
+def test_tls_and_token_together(pki):
+    """Off loopback the viewer takes the receivers' TLS (app.build hands it over); served here on loopback."""
+    import ssl
+
+    from luckrate.service.security import http_context
+
+    cert, key = pki["server"]
+    tls = http_context(ServiceConfig(tls_cert=str(cert), tls_key=str(key)))
+    server = ViewerServer(LOOP, Viewer(RunRing(1)), tls=tls, token="s3cret")
+    server.start()
+    try:
+        assert server.url.startswith("https://")
+        client = ssl.create_default_context(cafile=str(pki["ca"]))
+        request = urllib.request.Request(
+            f"https://127.0.0.1:{server.port}/api/runs", headers={"Authorization": "Bearer s3cret"}
+        )
+        with urllib.request.urlopen(request, context=client, timeout=10) as r:
+            assert r.status == 200 and json.loads(r.read())["runs"] == []
+        with pytest.raises((urllib.error.URLError, ConnectionError)):  # plain HTTP to a TLS port: no page
+            urllib.request.urlopen(f"http://127.0.0.1:{server.port}/api/runs", timeout=10)
+    finally:
+        server.shutdown()
+
+
+def test_content_off_reaches_no_page():
+    secret = "ORD-42"  # the demo's tainted run number 42 carries this order id in arguments and results
+    with Server("--workers", "2", "--root-grace", "0.05", "--viewer-content", "off") as server:
+        body = request_of(record_runs(runs(["tainted"], offset=42))).SerializeToString()
+        assert post(server.http + "/v1/traces", body, "application/x-protobuf")[0] == 200
+        viewer = f"http://127.0.0.1:{server.ports['viewer']}"
+        wait_until(lambda: json.loads(get(viewer + "/api/runs")[2])["last"] == 1, "the run in the viewer")
+        tid = json.loads(get(viewer + "/api/runs")[2])["runs"][0]["trace_id"]
+        answer, page = get(viewer + f"/api/runs/{tid}")[2], get(viewer + f"/runs/{tid}")[2]
+        listing = get(viewer + "/")[2]
+        for text in (answer, page, listing):
+            assert secret.encode() not in text and b"attacker@evil.example" not in text
+        run = json.loads(answer)
+        assert [f["check"] for f in run["violations"]] == ["taint"]  # still graded on the content, then hidden
+        assert run["content"] is False and all(not s["args"] and s["result"] is None for s in run["steps"])
+        assert server.terminate() == 0

@@ -132,6 +132,15 @@ def _int(query: dict[str, list[str]], key: str, default: int) -> int:
     return int(text) if text.isdigit() and len(text) < 12 else default
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that fails the TLS handshake or hangs up mid-answer is the client's problem: one line at
+        DEBUG, not a traceback on stderr."""
+        log.debug("viewer: connection from %s failed", client_address[0], exc_info=True)
+
+
 class ViewerServer:
     """Serves the viewer on its own thread; ``start`` binds, ``shutdown`` stops (safe without start)."""
 
@@ -217,8 +226,7 @@ class ViewerServer:
                 log.debug("viewer: " + format, *args)
 
         try:
-            server = ThreadingHTTPServer((self.endpoint.host, self.endpoint.port), Handler, bind_and_activate=False)
-            server.daemon_threads = True
+            server = _Server((self.endpoint.host, self.endpoint.port), Handler, bind_and_activate=False)
             server.server_bind()
             server.server_activate()
         except OSError as e:
