@@ -79,6 +79,8 @@ def test_api_filters_and_after(served):
     bad = json.loads(get(url + "/api/runs?path=bad&check=forbidden")[2])["runs"]
     assert [r["trace_id"] for r in bad] == [f"{2:032x}"]
     assert json.loads(get(url + "/api/runs?after=2")[2])["runs"] == []
+    assert [r["seq"] for r in json.loads(get(url + "/api/runs?limit=1")[2])["runs"]] == [2]
+    assert len(json.loads(get(url + "/api/runs?limit=99999999999")[2])["runs"]) == 2  # capped, not refused
     assert [r["seq"] for r in json.loads(get(url + "/api/runs?trace_id=01")[2])["runs"]] == [1]
     one = json.loads(get(url + f"/api/runs/{2:032x}")[2])
     assert one["trace_urls"] == [f"https://tempo.example/trace/{2:032x}"]

@@ -189,7 +189,8 @@ class ViewerServer:
                 if path == "/":
                     self._html(viewer.runs_page(_filters(query)))
                 elif path == "/api/runs":
-                    answer = viewer.runs_answer(_filters(query), _int(query, "after", 0), _int(query, "limit", 200))
+                    limit = min(_int(query, "limit", 200), MAX_LIMIT)
+                    answer = viewer.runs_answer(_filters(query), _int(query, "after", 0), limit)
                     self._json(answer)
                 elif path == "/api/summary":
                     self._json(viewer.summary())
