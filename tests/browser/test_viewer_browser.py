@@ -87,6 +87,9 @@ def test_the_runs_list_and_its_summary(served, watched):
     assert re.search(r"support-agent\t\d+\.\d%", luck)
     assert "(none)\t—\t0\t0\t1\t1" in luck  # the capture's run names no agent: not gradable, no rate
     assert "taint" in page.locator("table.checks").inner_text()
+    for row in page.locator("tbody#runs tr").all():  # every run links to the tracing backend
+        tid = row.locator("a.trace").inner_text()
+        assert row.locator("a.tracing").get_attribute("href") == f"https://tempo.example/explore?trace={tid}&x=1"
 
 
 @pytest.mark.parametrize(
@@ -130,6 +133,7 @@ def test_a_new_run_appears_without_a_reload(served, watched):
     assert "forbidden" in newest.inner_text()
     tid = newest.locator("a.trace").inner_text()
     assert newest.locator("a.trace").get_attribute("href") == f"/runs/{tid}"
+    assert newest.locator("a.tracing").get_attribute("href") == f"https://tempo.example/explore?trace={tid}&x=1"
 
 
 def test_a_tainted_run_shows_where_the_value_came_from(served, watched):

@@ -113,6 +113,7 @@ class Viewer:
             {k: filters.get(k, "") for k in model.FILTERS},
             choices,
             last=self.ring.last,
+            trace_url=self.trace_url,
             held=len(self.ring),
             capacity=self.ring.capacity,
             evicted=self.ring.evicted,

@@ -32,6 +32,15 @@
     cell(tr, "").appendChild(tag);
     cell(tr, (run.checks || []).join(", "));
     cell(tr, run.steps).className = "num";
+    const template = body.dataset.traceUrl;  // from the service's config, never from span data
+    if (template) {
+      const open = document.createElement("a");
+      open.className = "tracing";
+      open.rel = "noreferrer noopener";
+      if (/^[0-9a-f]{32}$/.test(run.trace_id)) open.href = template.split("{trace_id}").join(run.trace_id);
+      open.textContent = "open";
+      cell(tr, "").appendChild(open);
+    }
     return tr;
   }
 
