@@ -120,3 +120,25 @@ def test_a_run_crosses_from_a_grading_process_unchanged_where_the_viewer_reads_i
     )
     spec = SPECS["*"]
     assert model.detail(back_g, back_traj, spec, traces) == model.detail(g, traj, spec, traces)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {},  # every key missing
+        {"path": "to", "value": "x", "taint": True, "tier": "taint", "untrusted_flow": False},
+        {"evidence": [{"kind": "asked", "for": False, "detail": "the user asked for it"}, "plain"], "origins": ["?"]},
+    ],
+)
+def test_a_provenance_entry_of_any_shape_renders(entry):
+    """explain() entries gain keys (evidence, tier) and may lose some: the run page shows what it gets."""
+    from luckrate.view import render
+
+    g, traj = tainted(5)
+    run = model.detail(g, traj, SPECS["*"], (traj.id,))
+    run["steps"][0]["provenance"] = [entry]
+    page = render.run_page(run, trace_url=None)
+    for item in entry.get("evidence", []):
+        assert (item["detail"] if isinstance(item, dict) else item) in page
+    if "untrusted_flow" in entry:
+        assert "untrusted_flow" in page and "tier" in page
