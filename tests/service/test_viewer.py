@@ -108,6 +108,7 @@ def test_a_token_is_asked_for_and_checked():
         ({"viewer": Endpoint("0.0.0.0", 9465)}, "viewer", "is not loopback"),
         ({"trace_url": "https://tempo.example/trace/"}, "trace_url", "{trace_id}"),
         ({"public_url": "luckrate.example"}, "public_url", "http(s) URL"),
+        ({"public_url": "https://luckrate.example/", "viewer": None}, "public_url", "the viewer is off"),
     ],
 )
 def test_bad_viewer_config_is_refused_naming_the_key(over, key, says):

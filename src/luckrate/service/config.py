@@ -353,6 +353,8 @@ def finalize(cfg: ServiceConfig, source: str = "", env: Mapping[str, str] | None
                 "(bearer_token_file or LUCKRATE_BEARER_TOKEN), and tls_cert/tls_key for TLS",
             )
         )
+    if cfg.public_url and cfg.viewer is None:
+        problems.append(("public_url", 'links runs to the viewer\'s pages, and the viewer is off (viewer = "off")'))
     for key in ("otlp_metrics", "otlp_logs", "trace_url", "public_url"):
         url = getattr(cfg, key)
         if url and not url.startswith(("http://", "https://")):
