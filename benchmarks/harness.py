@@ -111,13 +111,15 @@ class Serve:
             "127.0.0.1:0",
             "--prometheus",
             "127.0.0.1:0",
+            "--viewer",
+            "127.0.0.1:0",
             "--log-level",
             "WARNING",
             *self.flags,
         ]
         self.proc = Proc(cmd, "listening", self.cpus)
         words = self.proc.ready_line.split()
-        # "luckrate serve: listening grpc H:P http H:P prometheus H:P runs-by=MODE" (the last word is no pair)
+        # "luckrate serve: listening grpc H:P http H:P prometheus H:P viewer H:P runs-by=MODE" (the last word is no pair)
         self.ports = {words[i]: int(words[i + 1].rsplit(":", 1)[1]) for i in range(3, len(words) - 1, 2)}
 
     def target(self, transport: str) -> str:

@@ -41,6 +41,10 @@ TIERS = {
     "service/test_logs_receiver.py": "e2e",
     "service/test_tls.py": "e2e",
     "service/test_workers.py": "e2e",
+    # The run viewer's HTTP server, and luckrate serve with grading processes feeding it.
+    "service/test_viewer.py": "e2e",
+    # A real browser (Debian's chromium, driven by Playwright) against the viewer and the HTML report.
+    "browser": "e2e",
     # An OTLP log exporter sending verdicts to a local HTTP receiver (sockets, its retry thread).
     "service/test_verdict_events.py": "e2e",
 }

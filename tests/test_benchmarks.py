@@ -118,3 +118,25 @@ def test_the_keep_alive_benchmark_measures_every_answer() -> None:
     for answer in ("protobuf 200", "OTLP/JSON 200", "OTLP/JSON 400"):
         cells = rows[answer].strip("| ").split(" | ")
         assert float(cells[1]) > 0 and float(cells[2]) > 0, rows[answer]
+
+
+def test_the_viewer_benchmark_runs_and_prints_every_figure() -> None:
+    """benchmarks/viewer.py on one round: each row measured (a number where the figure goes)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "viewer.py"), "--rounds", "1"],
+        cwd=ROOT / "benchmarks",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    for row in (
+        "without the viewer",
+        "with the viewer (ring of 1000)",
+        "RunRing.add alone",
+        "--workers: pack, pickle, unpickle, unpack",
+        "content on",
+        "content off",
+    ):
+        (line,) = [x for x in done.stdout.splitlines() if row in x]
+        assert float(line.split("|")[2].split()[0]) > 0, line

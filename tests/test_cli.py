@@ -36,7 +36,7 @@ def test_examples_fail_the_gate_with_the_documented_json_shape(capsys):
     assert set(report["luck"]) == {"lucky", "passed", "rate"}
     assert set(report["gate"]) == {"failed", "reasons"}
     for r in report["runs"]:
-        assert set(r) == {"id", "case", "agent", "output_ok", "path_ok", "violations"}
+        assert set(r) == {"id", "case", "agent", "output_ok", "path_ok", "violations", "not_gradable"}
         for v in r["violations"]:
             assert set(v) == {"check", "severity", "step", "tool", "detail"}
     by_id = {r["id"]: r for r in report["runs"]}

@@ -113,9 +113,40 @@ def cmd_grade(args: argparse.Namespace) -> int:
     grades = _grade_all(runs, specs)
     luck, result = LuckRate.of(grades), gate(grades)
     explained = _explain_all(runs, specs) if args.explain else None
+    if args.html:
+        _write_html(args.html, runs, grades, specs, str(luck), result.reasons, args.format)
     report = as_json if args.json else as_text
     _emit(report(grades, luck, result, explained, skipped, assembly))
     return EXIT_GATE_FAILED if result.failed else EXIT_OK
+
+
+def _write_html(
+    path: str,
+    runs: list[Trajectory],
+    grades: list[RunGrade],
+    specs: dict[str, Spec],
+    luck: str,
+    reasons: Sequence[str],
+    fmt: str,
+) -> None:
+    """``--html``: the run viewer's summary and run pages in one self-contained file (no script, nothing
+    fetched: it opens offline, from a CI artifact)."""
+    import time
+
+    from luckrate.view import model
+    from luckrate.view import render as view
+
+    now = time.time()
+    pages = []
+    for i, (traj, g) in enumerate(zip(runs, grades)):
+        spec = spec_for(specs, traj.agent)
+        assert spec is not None, "_grade_all refused runs without a spec"
+        pages.append(model.detail(g, traj, spec, (traj.id,), seq=i + 1, graded_at=now, output_from=f"the {fmt} input"))
+    text = view.report(pages, model.luck_by_agent(pages), luck, list(reasons))
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"--html {path}: cannot write ({e.strerror})") from None
 
 
 def _explain_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[list[dict]]:
@@ -268,6 +299,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="show every traced argument: the forms looked up, where it was found, and why it is or is "
         'not ungrounded or taint (a "provenance" list per run in --json)',
+    )
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write FILE: one self-contained HTML page with the summary and every run (for CI artifacts)",
     )
     _add_format(p)
     p.set_defaults(func=cmd_grade)

@@ -48,6 +48,9 @@ def as_text(
 ) -> str:
     lines = []
     for i, g in enumerate(grades):
+        if g.not_gradable is not None:
+            lines.append(f"{g.id}  case={g.case}  output={g.output}  not gradable: {g.not_gradable}")
+            continue
         path = "ok" if g.path_ok else "BAD"
         lines.append(f"{g.id}  case={g.case}  output={g.output}  path={path}")
         for v in g.violations:
@@ -64,6 +67,8 @@ def as_text(
         lines.append(f"Skipped {sum(skipped.values())} traces with {SKIPPED_REASON}: {where}")
     if assembly:
         lines.append("Runs across traces: " + ", ".join(f"{key.replace('_', ' ')} {n}" for key, n in assembly.items()))
+    if ungradable := sum(g.not_gradable is not None for g in grades):
+        lines.append(f"Not gradable: {ungradable} run{'s' if ungradable != 1 else ''} (out of the Luck Rate)")
     lines.append(str(luck))
     lines.append("Gate: FAILED" if result.failed else "Gate: passed")
     lines.extend(f"  - {reason}" for reason in result.reasons)

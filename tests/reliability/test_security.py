@@ -331,6 +331,8 @@ def test_json_specs_never_execute_anything(tmp_path):
                 "off",
                 "--prometheus",
                 "off",
+                "--viewer",
+                "127.0.0.1:0",
             ],
             capture_output=True,
             text=True,

@@ -128,6 +128,8 @@ class Server:
             "127.0.0.1:0",
             "--prometheus",
             "127.0.0.1:0",
+            "--viewer",
+            "127.0.0.1:0",
             *flags,
         ]
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
@@ -289,7 +291,14 @@ def config(**over) -> ServiceConfig:
     loop = Endpoint("127.0.0.1", 0)
     return replace(
         ServiceConfig(
-            spec=str(SPEC), grpc=loop, http=loop, prometheus=loop, root_grace=0.05, max_request_bytes=LIMIT, workers=1
+            spec=str(SPEC),
+            grpc=loop,
+            http=loop,
+            prometheus=loop,
+            viewer=loop,
+            root_grace=0.05,
+            max_request_bytes=LIMIT,
+            workers=1,
         ),
         **over,
     )

@@ -28,7 +28,7 @@ def test_metrics_body_passes_promtool_check_metrics():
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
     loop = Endpoint("127.0.0.1", 0)
-    cfg = ServiceConfig(spec=str(SPEC), grpc=loop, http=None, prometheus=loop, root_grace=0.05, workers=1)
+    cfg = ServiceConfig(spec=str(SPEC), grpc=loop, http=None, prometheus=loop, viewer=loop, root_grace=0.05, workers=1)
     svc = build(cfg, load_specs(SPEC))
     svc.start()
     try:

@@ -36,9 +36,9 @@ def graded(scenario: str, output_ok: bool | None = True, agent: str = "support")
     return grade(trajectory(BY_NAME[scenario], agent=agent, output_ok=output_ok), SPEC)
 
 
-def publish_all(mode: str, *grades) -> list:
+def publish_all(mode: str, *grades, public_url: str | None = None) -> list:
     memory = InMemoryLogRecordExporter()
-    events = VerdictEvents(memory, Counts(), mode=mode)
+    events = VerdictEvents(memory, Counts(), mode=mode, public_url=public_url)
     for g in grades:
         events.publish(g, SPEC.name, TRACE, SPAN)
     events.shutdown(10)
@@ -63,6 +63,13 @@ def test_a_record_for_a_tainted_run():
     assert len(explanation_lines) == 1 and explanation_lines[0].startswith("taint (hard) step 2 send_email: ")
     assert rec.severity_text == "WARN"
     assert rec.body == "luckrate.path bad: taint"
+
+
+def test_a_record_links_its_run_page_where_a_public_url_is_set():
+    (rec,) = publish_all("violations", graded("injected"), public_url="https://luckrate.example/")
+    assert rec.attributes["luckrate.run.url"] == f"https://luckrate.example/runs/{TRACE.hex()}"
+    (plain,) = publish_all("violations", graded("injected"))
+    assert "luckrate.run.url" not in plain.attributes
 
 
 @pytest.mark.parametrize(
@@ -162,6 +169,8 @@ def test_missing_exporter_package_stops_the_service_at_start(tmp_path):
             "off",
             "--prometheus",
             "off",
+            "--viewer",
+            "127.0.0.1:0",
             "--otlp-logs",
             "http://127.0.0.1:1/v1/logs",
         ],

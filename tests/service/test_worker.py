@@ -155,6 +155,8 @@ def test_verdict_log_all_reaches_every_grading_process(tmp_path, workers):
             "off",
             "--prometheus",
             "127.0.0.1:0",
+            "--viewer",
+            "127.0.0.1:0",
             "--root-grace",
             "0.05",
             "--workers",
@@ -177,3 +179,25 @@ def test_verdict_log_all_reaches_every_grading_process(tmp_path, workers):
         assert svc.stop(20)
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert sorted(len(line["violations"]) for line in lines) == [0, 0, 1]
+
+
+def test_a_run_with_nothing_observable_is_counted_not_gradable_and_logged(tmp_path):
+    # A real capture: the OpenAI client instrumentation with content capture off records the chat span only.
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from luckrate.core.grade import NOTHING_OBSERVABLE
+    from tests.core.test_not_gradable import CAPTURE
+
+    request = ExportTraceServiceRequest.FromString(CAPTURE.read_bytes())
+    records, _ = records_from_request(request)
+    log = tmp_path / "v.jsonl"
+    worker, scrape, _ = rig(verdict_log=VerdictLog(log))
+    worker.handle(CompletedTrace(records[0].trace_id, tuple(records), "root_ended", 0.0))
+    worker.stop(timeout=5)
+    s = scrape()
+    assert total(s, "luckrate_traces_ungraded_total", reason="not_gradable") == 1
+    assert total(s, "luckrate_runs_total") == 0  # so out of the Luck Rate the dashboard divides
+    assert total(s, "luckrate_violations_total") == 0
+    (line,) = [json.loads(x) for x in log.read_text().splitlines()]
+    assert line["not_gradable"] == NOTHING_OBSERVABLE and line["violations"] == []
+    assert line["trace_id"] == records[0].trace_id.hex()

@@ -38,6 +38,10 @@ class RunGrade:
     violations: tuple[Violation, ...]
     skipped: tuple[str, ...] = ()
     """Checks that could not run on this source, as ``check (reason)``; never counted as passed or failed."""
+    not_gradable: str | None = None
+    """Why the run could not be graded at all (nothing observable: no tool call and no content recorded);
+    None for a graded run. A run not gradable has no violations, is neither a good nor a bad path, and
+    stays out of the Luck Rate."""
 
     @property
     def path_ok(self) -> bool:
@@ -65,7 +69,20 @@ class RunGrade:
             "output_ok": self.output_ok,
             "path_ok": self.path_ok,
             "violations": [v.to_dict() for v in self.violations],
+            "not_gradable": self.not_gradable,
         }
+
+
+NOTHING_OBSERVABLE = "nothing observable: no tool call and no content recorded"
+"""Why a run is not gradable: a client instrumentation with content capture off (an LLM call's span and no
+tool span) leaves no step and no text; every check would be judging an absence of evidence."""
+
+
+def gradable(traj: Trajectory) -> str | None:
+    """None when the run can be graded, else why not."""
+    if not traj.steps and not traj.content and traj.error is None:
+        return NOTHING_OBSERVABLE
+    return None
 
 
 def _skip_reason(check: str, traj: Trajectory) -> str | None:
@@ -106,7 +123,11 @@ def _plan(spec: Spec) -> Plan:
 
 
 def grade(traj: Trajectory, spec: Spec) -> RunGrade:
-    """Run every enabled check; checks the source cannot support are skipped and listed, not failed."""
+    """Run every enabled check; checks the source cannot support are skipped and listed, not failed. A run
+    with nothing observable (``gradable``) runs no check: it comes back ``not_gradable``, with no violation."""
+    reason = gradable(traj)
+    if reason is not None:
+        return RunGrade(traj.id, traj.case_id, traj.agent, traj.output_ok, (), (), reason)
     violations: list[Violation] = []
     skipped: list[str] = []
 

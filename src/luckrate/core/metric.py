@@ -15,13 +15,13 @@ class LuckRate:
     lucky: int
     """Runs with output_ok true and path_ok false."""
     passing: int
-    """Runs with output_ok true (runs not judged are in neither count)."""
+    """Runs with output_ok true (runs not judged, and runs not gradable, are in neither count)."""
 
     @classmethod
     def of(cls, grades: Iterable[RunGrade]) -> LuckRate:
         lucky = passing = 0
         for g in grades:
-            if g.output_ok is True:
+            if g.output_ok is True and g.not_gradable is None:
                 passing += 1
                 lucky += not g.path_ok
         return cls(lucky, passing)

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from luckrate.core.spec import InvalidSpec, load_specs
+from luckrate.core.spec import InvalidSpec, load_specs, spec_for
 from luckrate.service.assembler import Assembler, AssemblerLoop, Limits, SpanBudget
 from luckrate.service.config import (
     KEYS,
@@ -25,6 +25,7 @@ from luckrate.service.config import (
     build_config,
     finalize,
     load_config,
+    loopback,
     worker_count,
 )
 from luckrate.service.intake import Intake
@@ -32,9 +33,11 @@ from luckrate.service.prometheus import MetricsServer, PrometheusReader
 from luckrate.service.receiver_grpc import GrpcReceiver
 from luckrate.service.receiver_http import HttpReceiver
 from luckrate.service.run_assembly import RunAssembler
+from luckrate.service.run_ring import RunRing
 from luckrate.service.security import grpc_credentials, http_context
 from luckrate.service.tally import Tally, apply
 from luckrate.service.telemetry import Labels, Telemetry
+from luckrate.service.viewer import Viewer, ViewerServer
 from luckrate.service.verdict_events import VerdictEvents, check_verdict_events, verdict_events
 from luckrate.service.wal import LogUnusable, WriteAheadLog
 from luckrate.service.worker import HeldVerdicts, VerdictLog, Worker
@@ -106,7 +109,24 @@ _FLAGS = (
     ("--tls-key", "tls_key", str, "PEM private key"),
     ("--tls-client-ca", "tls_client_ca", str, "PEM CA: require client certificates (mutual TLS)"),
     ("--bearer-token-file", "bearer_token_file", str, "file with the bearer token clients must send"),
+    ("--viewer", "viewer", str, "run viewer page and JSON API HOST:PORT, or off (default 127.0.0.1:9465)"),
+    ("--viewer-runs", "viewer_runs", int, "graded runs the viewer holds, newest first (default 1000)"),
+    ("--viewer-max-bytes", "viewer_max_bytes", int, "about the most bytes of runs the viewer holds (default 256 MiB)"),
+    (
+        "--viewer-content",
+        "viewer_content",
+        lambda text: _on_off("--viewer-content", text),
+        "on (default) or off: off, the viewer holds and shows no arguments, results, inputs or finding details",
+    ),
+    ("--trace-url", "trace_url", str, "link from each run to the tracing backend: a URL with {trace_id}"),
+    ("--public-url", "public_url", str, "the viewer's address as users reach it; verdict events link each run's page"),
 )
+
+
+def _on_off(flag: str, text: str) -> bool:
+    if text.strip().lower() not in ("on", "off"):
+        raise argparse.ArgumentTypeError(f"{flag}: expected on or off, got {text!r}")
+    return text.strip().lower() == "on"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -160,10 +180,13 @@ class Service:
     metrics: MetricsServer | None
     events: VerdictEvents | None = None
     wal: WriteAheadLog | None = None
+    viewer: ViewerServer | None = None
 
     def start(self) -> None:
         if self.metrics is not None:
             self.metrics.start()
+        if self.viewer is not None:
+            self.viewer.start()
         self.grading.start()
         if self.wal is not None:  # before the receivers: what was acknowledged before a restart goes first
             replay(self.wal, self.intake)
@@ -174,6 +197,8 @@ class Service:
         parts = [f"{r.name} {r.endpoint.host}:{r.port}" for r in self.receivers]
         if self.metrics is not None:
             parts.append(f"prometheus {self.metrics.endpoint.host}:{self.metrics.port}")
+        if self.viewer is not None:
+            parts.append(f"viewer {self.viewer.endpoint.host}:{self.viewer.port}")
         return " ".join(parts)
 
     def stop(self, timeout: float) -> bool:
@@ -191,6 +216,8 @@ class Service:
         self.telemetry.shutdown(max(1.0, deadline - time.monotonic()))
         if self.metrics is not None:
             self.metrics.shutdown()
+        if self.viewer is not None:
+            self.viewer.shutdown()
         return done
 
 
@@ -207,6 +234,9 @@ def build(cfg: ServiceConfig, specs) -> Service:
         readers.append(_otlp_reader(cfg))
     telemetry = Telemetry(readers, Labels(specs, cfg.max_agents))
     events = None
+    ring = None
+    if cfg.viewer is not None:
+        ring = RunRing(cfg.viewer_runs, max_bytes=cfg.viewer_max_bytes, content=cfg.viewer_content, count=telemetry.add)
     n = worker_count(cfg)
     wal = open_wal(cfg, telemetry.add, owners=n) if cfg.wal_dir else None
     budget: SpanBudget
@@ -214,7 +244,7 @@ def build(cfg: ServiceConfig, specs) -> Service:
     if n > 1:
         check_verdict_events(cfg)  # each grading process exports its own log events; fail here, not there
         budget = PoolBudget(cfg.max_buffered_spans, max_backlog=4 * cfg.max_request_bytes)
-        grading = budget.pool = WorkerPool(cfg, n, telemetry, budget, wal=wal)
+        grading = budget.pool = WorkerPool(cfg, n, telemetry, budget, wal=wal, hold=_pool_hold(ring, specs))
         intake = Intake(
             grading.submit,
             budget,
@@ -252,6 +282,7 @@ def build(cfg: ServiceConfig, specs) -> Service:
             flush=flush,
             settled=held.add if held is not None else None,
             adapt_run=lambda traces, parents: trajectory_from_run(traces, parents, rule),
+            hold=ring.add if ring is not None else None,
         )
         limits = Limits.from_config(cfg)
         runs = run_assembler(cfg, worker.submit, telemetry.add)
@@ -289,7 +320,37 @@ def build(cfg: ServiceConfig, specs) -> Service:
             )
         )
     metrics = MetricsServer(cfg.prometheus, prom) if prom is not None and cfg.prometheus is not None else None
-    return Service(cfg, telemetry, budget, grading, intake, receivers, metrics, events, wal)
+    viewer = None
+    if cfg.viewer is not None and ring is not None:
+        shown = Viewer(ring, output_from=output_from(cfg), trace_url=cfg.trace_url)
+        remote = not loopback(cfg.viewer.host)  # on loopback, the page is as open as the machine
+        viewer = ViewerServer(
+            cfg.viewer, shown, tls=http_context(cfg) if remote else None, token=cfg.bearer_token if remote else None
+        )
+    return Service(cfg, telemetry, budget, grading, intake, receivers, metrics, events, wal, viewer)
+
+
+def _pool_hold(ring: RunRing | None, specs):
+    """With grading processes: each run their reports carry goes into the ring with the spec it was graded
+    against (the receiving process loaded the same spec file)."""
+    if ring is None:
+        return None
+
+    def hold(g, traj, traces) -> None:
+        spec = spec_for(specs, g.agent)
+        if spec is not None:
+            ring.add(g, traj, spec, traces)
+
+    return hold
+
+
+def output_from(cfg: ServiceConfig) -> str:
+    """Where a run's output verdict comes from, as the run page says it."""
+    where = f"the span attribute {cfg.output_attribute}"
+    if cfg.output_evaluation:
+        limit = f", or a score of at least {cfg.output_threshold}" if cfg.output_threshold is not None else ""
+        where = f"the gen_ai.evaluation.result event {cfg.output_evaluation!r} (its label{limit}), or {where}"
+    return where
 
 
 def run_assembler(cfg: ServiceConfig, emit, count) -> RunAssembler | None:

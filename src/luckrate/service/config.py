@@ -8,6 +8,7 @@ OTel SDK, which logs and falls back to a default).
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import math
 import os
 import tomllib
@@ -130,13 +131,29 @@ class ServiceConfig:
     """PEM CA bundle; when set, clients must present a certificate it signed (mutual TLS)."""
     bearer_token_file: str | None = None
     """File holding the bearer token clients must send; also ``LUCKRATE_BEARER_TOKEN``."""
+    viewer: Endpoint | None = Endpoint("127.0.0.1", 9465)
+    """The run viewer's page and JSON API; None (``"off"``) disables it. Off loopback it takes the receivers'
+    TLS and requires the bearer token."""
+    viewer_runs: int = 1000
+    """Graded runs the viewer holds, newest first; older ones are dropped and counted."""
+    viewer_max_bytes: int = 256 * MIB
+    """About the most bytes of runs the viewer holds (each run's text and structure, estimated); past it
+    the oldest runs are dropped and counted, as past ``viewer_runs``."""
+    viewer_content: bool = True
+    """False: the viewer holds and shows no content (arguments, results, inputs, findings' details) even where
+    the instrumentation captured it."""
+    trace_url: str | None = None
+    """Link from every run to the tracing backend: a URL with ``{trace_id}`` where the trace id goes."""
+    public_url: str | None = None
+    """The viewer's address as users reach it (``https://luckrate.example/``): verdict log events carry each
+    run's page there as ``luckrate.run.url``."""
     bearer_token: str | None = None
     """Resolved token (from the file or the environment); not a TOML key."""
 
 
 _NOT_KEYS = frozenset({"bearer_token"})
 KEYS = tuple(f.name for f in fields(ServiceConfig) if f.name not in _NOT_KEYS)
-_ENDPOINTS = ("grpc", "http", "prometheus")
+_ENDPOINTS = ("grpc", "http", "prometheus", "viewer")
 _POSITIVE_FLOATS = (
     "run_wait",
     "max_run_age",
@@ -158,6 +175,8 @@ _POSITIVE_INTS = (
     "retry_after",
     "http_max_connections",
     "wal_max_bytes",
+    "viewer_runs",
+    "viewer_max_bytes",
 )
 _STRINGS = ("spec", "output_attribute")
 _CHOICES = {
@@ -165,7 +184,7 @@ _CHOICES = {
     "wal_sync": ("interval", "request"),
     "runs_by": ("trace", "links", "conversation"),
 }
-_BOOLS = ("verdict_log_all",)
+_BOOLS = ("verdict_log_all", "viewer_content")
 _OPTIONAL_STRINGS = (
     "otlp_metrics",
     "otlp_logs",
@@ -176,6 +195,8 @@ _OPTIONAL_STRINGS = (
     "tls_client_ca",
     "bearer_token_file",
     "wal_dir",
+    "trace_url",
+    "public_url",
 )
 
 
@@ -319,6 +340,28 @@ def finalize(cfg: ServiceConfig, source: str = "", env: Mapping[str, str] | None
             problems.append((key, f"file not found: {value}"))
     otlp_metrics = _otlp_url("otlp_metrics", cfg.otlp_metrics, problems)
     otlp_logs = _otlp_url("otlp_logs", cfg.otlp_logs, problems)
+    if cfg.trace_url and "{trace_id}" not in cfg.trace_url:
+        problems.append(
+            ("trace_url", f"expected a URL with {{trace_id}} where the trace id goes, got {cfg.trace_url!r}")
+        )
+    if (
+        cfg.viewer is not None
+        and not loopback(cfg.viewer.host)
+        and not (cfg.bearer_token_file or env.get(ENV_BEARER_TOKEN))
+    ):
+        problems.append(
+            (
+                "viewer",
+                f"{cfg.viewer} is not loopback: the page shows span content, so it needs the bearer token "
+                "(bearer_token_file or LUCKRATE_BEARER_TOKEN), and tls_cert/tls_key for TLS",
+            )
+        )
+    if cfg.public_url and cfg.viewer is None:
+        problems.append(("public_url", 'links runs to the viewer\'s pages, and the viewer is off (viewer = "off")'))
+    for key in ("trace_url", "public_url"):
+        url = getattr(cfg, key)
+        if url and not url.startswith(("http://", "https://")):
+            problems.append((key, f"expected an http(s) URL, got {url!r}"))
     if cfg.verdict_log_all and not cfg.verdict_log:
         problems.append(("verdict_log_all", "needs verdict_log, the file to write (--verdict-log FILE)"))
     if not cfg.wal_dir:
@@ -370,6 +413,16 @@ def _otlp_url(key: str, url: str | None, problems: list[tuple[str, str]]) -> str
     if parts.path in ("", "/"):
         return urlunsplit(parts._replace(path=OTLP_PATHS[key]))
     return url
+
+
+def loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (the viewer needs no token there)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _token(cfg: ServiceConfig, env: Mapping[str, str], problems: list[tuple[str, str]]) -> str | None:

@@ -78,6 +78,7 @@ def worker_main(cfg: ServiceConfig, index: int, inbox, outbox, log_level: int = 
         events=events,
         settled=tally.settle if cfg.wal_dir else None,
         release_logs=tally.release_records,
+        hold=tally.hold if cfg.viewer is not None else None,
     )
     limits = Limits.from_config(cfg)
     clock = _StampedClock()

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from luckrate.service.exemplars import trace_context
+from luckrate.service.run_ring import pack
 from luckrate.service.telemetry import BY_NAME, Labels, Telemetry
 
 REPORT_EVERY = 0.05
@@ -40,6 +41,9 @@ class Report:
     """Trace ids done with (graded or not), for the write-ahead log's marks; empty without one."""
     settled_records: int = 0
     """Log records assembled into graded traces or dropped: their budget is given back too."""
+    runs: list = field(default_factory=list)
+    """For the run viewer (``viewer`` on): each run graded since the last report, as ``run_ring.pack`` made
+    it; the receiving process puts them in its ring."""
 
 
 class _RawAgents:
@@ -67,6 +71,7 @@ class Tally:
         self.settled = 0
         self.traces: list[bytes] = []
         self.settled_records = 0
+        self.runs: list = []
 
     def add(self, name: str, value: float = 1, *, context=None, **attributes: str) -> None:
         if BY_NAME[name].kind == "histogram":
@@ -84,6 +89,10 @@ class Tally:
         """The ids as they are: ``apply`` builds the SDK context once per report, not once per run."""
         return trace
 
+    def hold(self, g, traj, spec, traces: tuple[str, ...]) -> None:
+        """Keep a graded run for the next report (its spec stays here: the receiving process has the same)."""
+        self.runs.append(pack(g, traj, traces))
+
     def release(self, n: int) -> None:
         self.settled += n
 
@@ -95,7 +104,7 @@ class Tally:
 
     @property
     def pending(self) -> bool:
-        return bool(self.counts or self.samples or self.settled or self.traces or self.settled_records)
+        return bool(self.counts or self.samples or self.settled or self.traces or self.settled_records or self.runs)
 
     def cut(self, lines: list[str], done: bool = False) -> Report:
         report = Report(
@@ -107,6 +116,7 @@ class Tally:
             self.exemplars,
             traces=self.traces,
             settled_records=self.settled_records,
+            runs=self.runs,
         )
         self._reset()
         return report

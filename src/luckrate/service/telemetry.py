@@ -195,7 +195,7 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         "counter",
         "{trace}",
         "Completed traces (or runs across traces) not graded, by reason (no spec for the agent, unreadable "
-        "spans, a trace that links to a run already graded)",
+        "spans, a trace that links to a run already graded, nothing observable: no tool call and no content)",
         ("reason",),
     ),
     Instrument(
@@ -232,6 +232,13 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         ("reason",),
     ),
     Instrument(
+        "luckrate.viewer.runs.evicted",
+        "counter",
+        "{run}",
+        "Graded runs dropped from the run viewer, oldest first, to make room for new ones (viewer_runs, "
+        "viewer_max_bytes)",
+    ),
+    Instrument(
         "luckrate.verdict_events.dropped",
         "counter",
         "{event}",
@@ -244,7 +251,7 @@ BY_NAME = {i.name: i for i in INSTRUMENTS}
 _KEYS = {i.name: frozenset(i.attributes) for i in INSTRUMENTS}
 
 COMPLETION_REASONS = ("root_ended", "idle", "max_age", "max_spans", "shutdown")
-UNGRADED_REASONS = ("no_spec", "invalid", "late_for_run")
+UNGRADED_REASONS = ("no_spec", "invalid", "late_for_run", "not_gradable")
 WAL_REFUSALS = ("wal_full", "wal_error")
 """The write-ahead log could not take a request: full (``wal_max_bytes`` or the disk), or writing failed."""
 REFUSAL_REASONS = (
@@ -304,6 +311,7 @@ ZERO_SERIES: tuple[tuple[str, tuple[dict[str, str], ...]], ...] = (
     ("luckrate.runs.completed", tuple({"reason": r} for r in RUN_REASONS)),
     ("luckrate.runs.assembly", tuple({"outcome": o} for o in RUN_ASSEMBLY_OUTCOMES)),
     ("luckrate.verdict_events.dropped", tuple({"reason": r} for r in VERDICT_EVENT_DROPS)),
+    ("luckrate.viewer.runs.evicted", ({},)),
 )
 """Loss and health counters over closed label sets, exported at 0 from the start: a healthy service
 shows 0 rather than "No data", and ``rate()``/``increase()`` alerts see the very first increment."""

@@ -155,7 +155,11 @@ class VerdictEvents:
         max_queue: int = 2048,
         batch_size: int = 512,
         schedule_delay: float = 1.0,
+        public_url: str | None = None,
     ):
+        """``public_url``: the run viewer's address as users reach it; each record then carries its run's
+        page as ``luckrate.run.url``."""
+        self._pages = public_url.rstrip("/") + "/runs/" if public_url else None
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.mode = mode
@@ -186,6 +190,8 @@ class VerdictEvents:
             self._count("luckrate.verdict_events.dropped", 1, reason="queue_full")
             return
         attrs = attributes(grade, spec_label)
+        if self._pages is not None:
+            attrs["luckrate.run.url"] = self._pages + trace_id.hex()
         try:
             self._logger.emit(
                 event_name=EVENT_NAME,
@@ -239,4 +245,6 @@ def verdict_events(cfg, count: Callable[..., None]) -> VerdictEvents:
     """The log-event exporter of one grading process (each ``--workers`` process has its own); ``count``
     records its drops, which a worker's report carries to the one ``/metrics``."""
     check_verdict_events(cfg)
-    return VerdictEvents(otlp_exporter(cfg.otlp_logs), count, mode=cfg.verdict_events)
+    return VerdictEvents(
+        otlp_exporter(cfg.otlp_logs), count, mode=cfg.verdict_events, public_url=cfg.public_url if cfg.viewer else None
+    )

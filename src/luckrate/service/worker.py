@@ -37,7 +37,8 @@ def _bounded(value: Any, limit: int = MAX_ECHO) -> Any:
 
 class VerdictLog:
     """JSON Lines, one line per graded trace that has violations (with ``every_run``, per graded trace:
-    a clean one has ``"violations": []``); written by the worker thread only."""
+    a clean one has ``"violations": []``), and one per run not gradable (with ``"not_gradable": reason``);
+    written by the worker thread only."""
 
     def __init__(self, path: str | Path, every_run: bool = False):
         self.every_run = every_run
@@ -55,6 +56,8 @@ class VerdictLog:
         }
         if len(g.violations) > MAX_ECHO_VIOLATIONS:
             line["violations_omitted"] = len(g.violations) - MAX_ECHO_VIOLATIONS
+        if g.not_gradable is not None:
+            line["not_gradable"] = g.not_gradable
         self.write_line(json.dumps(line, ensure_ascii=False))
 
     def write_line(self, text: str) -> None:
@@ -122,6 +125,7 @@ class Worker:
         settled: Callable[[bytes], Any] | None = None,
         release_logs: Callable[[int], None] | None = None,
         adapt_run: Callable[[list, dict], Any] | None = None,
+        hold: Callable[[RunGrade, Any, Spec, tuple[str, ...]], Any] | None = None,
     ):
         """``adapt(spans) -> Trajectory`` raises InvalidInput for spans it cannot read. ``events`` (a
         ``verdict_events.VerdictEvents``, or None) gets every graded run; its ``publish`` never blocks.
@@ -131,7 +135,9 @@ class Worker:
         the write-ahead log marks it so that a replay does not grade it again.
         ``release(n)`` gives a graded trace's spans' room back, ``release_logs(n)`` its log records' (by
         default ``release``). ``adapt_run(traces' spans, adopted parents) -> Trajectory`` reads a run of
-        several traces (``run_assembly.CompletedRun``)."""
+        several traces (``run_assembly.CompletedRun``). ``hold(grade, trajectory, spec, trace ids)`` gets
+        every graded run, not gradable ones too, for the run viewer; it must not block."""
+        self._hold = hold
         self._specs = specs
         self._adapt_run = adapt_run
         self._release_logs = release_logs or release
@@ -200,24 +206,24 @@ class Worker:
                 if self._settled is not None:
                     self._settled(trace.trace_id)
 
-    def _read(self, item: CompletedTrace | CompletedRun) -> tuple[Any, CompletedTrace]:
-        """The item's trajectory (``adapt``, or ``adapt_run`` for a run of several traces) and the trace its
-        verdict is attached to: a run's earliest-started."""
+    def _read(self, item: CompletedTrace | CompletedRun) -> tuple[Any, CompletedTrace, list[CompletedTrace]]:
+        """The item's trajectory (``adapt``, or ``adapt_run`` for a run of several traces), the trace its
+        verdict is attached to (a run's earliest-started), and its traces in that order."""
         if isinstance(item, CompletedTrace):
-            return self._adapt(item.spans), item
+            return self._adapt(item.spans), item, [item]
         if len(item.traces) == 1:
-            return self._adapt(item.traces[0].spans), item.traces[0]
+            return self._adapt(item.traces[0].spans), item.traces[0], [item.traces[0]]
         starts = {t.trace_id: min(s.start_ns for s in t.spans) for t in item.traces}
         ordered = sorted(item.traces, key=lambda t: (starts[t.trace_id], t.trace_id))
         if self._adapt_run is None:
             raise RuntimeError("a run across traces reached a worker without adapt_run")
         parents = parents_of(item, [t.trace_id for t in ordered])
-        return self._adapt_run([t.spans for t in ordered], parents), ordered[0]
+        return self._adapt_run([t.spans for t in ordered], parents), ordered[0], ordered
 
     def _grade(self, item: CompletedTrace | CompletedRun, started: float) -> None:
         tid = item.trace_id.hex()
         try:
-            traj, trace = self._read(item)
+            traj, trace, ordered = self._read(item)
         except InvalidInput as e:
             self._telemetry.add("luckrate.traces.ungraded", reason="invalid")
             log.info("trace %s not graded: %s", tid, e)
@@ -228,6 +234,16 @@ class Worker:
             log.debug("trace %s not graded: no spec for agent %r", tid, _bounded(traj.agent, 64))
             return
         g = grade(traj, spec)
+        if self._hold is not None:
+            self._hold(g, traj, spec, tuple(t.trace_id.hex() for t in ordered))
+        if g.not_gradable is not None:
+            # Not a run with a good or a bad path: out of luckrate.runs (and so of the Luck Rate), counted
+            # beside the other traces not graded, and logged with its reason.
+            self._telemetry.add("luckrate.traces.ungraded", reason="not_gradable")
+            log.info("trace %s not gradable: %s", tid, g.not_gradable)
+            if self._verdicts is not None:
+                self._verdicts.write(g, spec.name)
+            return
         root = trace.root_span_id
         self._telemetry.run(g, spec, spec.name, trace=(trace.trace_id, root))
         if self._verdicts is not None and (g.violations or self._verdicts.every_run):

@@ -26,6 +26,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from queue import SimpleQueue
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -35,6 +36,7 @@ from luckrate.service.assembler import SpanBudget
 from luckrate.service.config import ServiceConfig
 from luckrate.service.grading_process import send_batch, send_stop, worker_main
 from luckrate.service.intake import Judged
+from luckrate.service.run_ring import unpack
 from luckrate.service.tally import Report, apply
 from luckrate.service.telemetry import Telemetry
 from luckrate.service.wal import Feed, WriteAheadLog
@@ -144,10 +146,13 @@ class WorkerPool:
         budget: SpanBudget,
         wal: WriteAheadLog | None = None,
         replay: Feed | None = None,
+        hold: Callable[[Any, Any, tuple[str, ...]], Any] | None = None,
     ):
         """``wal``: marked with the traces each report settles (after their verdict lines); when a worker
         dies, what it held is read back from it and handed to its successor through ``replay``
-        (``Intake.replay``)."""
+        (``Intake.replay``). ``hold(grade, trajectory, trace ids)``: each run a report carries, for the run
+        viewer (the grading processes send them only when it is on)."""
+        self._hold = hold
         self.n = n
         self._wal = wal
         self.replay = replay
@@ -280,6 +285,9 @@ class WorkerPool:
             if self._verdicts is not None:
                 for line in report.lines:
                     self._verdicts.write_line(line)
+        if self._hold is not None:
+            for packed in report.runs:
+                self._hold(*unpack(packed))
         if self._wal is not None and report.traces:
             self._wal.settle(report.traces)
 
