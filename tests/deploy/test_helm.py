@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shutil
 import subprocess
 import tomllib
 from dataclasses import fields, replace
@@ -429,6 +430,32 @@ def test_the_secrets_the_chart_makes_hold_the_values(rendered: dict[str, Path]) 
     volumes = {v["name"]: v for v in _workload(existing)["spec"]["template"]["spec"]["volumes"]}
     assert volumes["tls"]["secret"]["secretName"] == "luckrate-serving-cert"
     assert volumes["bearer"]["secret"]["secretName"] == "luckrate-token"
+
+
+def _notes(tmp: Path, values: dict[str, Any]) -> str:
+    """NOTES.txt as `helm install` prints it. `helm template` skips NOTES.txt, so a copy of the chart renders it
+    through `tpl` into a ConfigMap."""
+    chart = tmp / "chart"
+    shutil.copytree(CHART, chart)
+    (chart / "templates" / "NOTES.txt").rename(chart / "notes.txt")
+    (chart / "templates" / "notes.yaml").write_text(
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes}\ndata:\n  notes: {{ tpl (.Files.Get "notes.txt") . | toJson }}\n'
+    )
+    done = _run(
+        HELM, "template", RELEASE, chart, "-n", NAMESPACE, "-f", _values_file(tmp, values), "-s", "templates/notes.yaml"
+    )
+    assert done.returncode == 0, done.stderr
+    return yaml.safe_load(done.stdout)["data"]["notes"]
+
+
+def test_the_install_notes_name_the_headless_service_for_the_exporter(rendered, tmp_path: Path) -> None:
+    name = "replicas-behind-the-load-balancing-exporter"
+    notes = _notes(tmp_path, MATRIX[name])
+    headless = f"{NAME}-headless"
+    assert _objects(rendered[name])[f"Service/{headless}"]["spec"]["clusterIP"] == "None"
+    assert f'resolver dns: hostname {headless}.{NAMESPACE}.svc.cluster.local, port "4317"' in notes
+    assert f"resolver k8s: service {headless}.{NAMESPACE}\n" in notes  # collectorRbac is on: no "needs ..."
+    assert "load-balancing exporter" not in _notes(tmp_path / "one", {})
 
 
 @pytest.mark.parametrize(
