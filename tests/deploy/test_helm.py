@@ -123,8 +123,9 @@ MATRIX: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(scope="module")
 def tools() -> None:
+    """helm, kubeconform and the schemas, or a skip (a failure under LUCKRATE_TEST_REQUIRE_ALL)."""
     if not (HELM.is_file() and KUBECONFORM.is_file() and K8S_SCHEMAS.is_dir()):
         external.missing("helm, kubeconform and the Kubernetes schemas", BUILD)
 
@@ -164,7 +165,7 @@ def kubeconform(*paths: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory) -> dict[str, Path]:
+def rendered(tools, tmp_path_factory) -> dict[str, Path]:
     """Each matrix entry rendered once: name -> the manifest file."""
     out = {}
     for name, values in MATRIX.items():
@@ -194,6 +195,7 @@ def _container(objs: dict[str, dict]) -> dict:
 
 
 @pytest.mark.parametrize("name", MATRIX)
+@pytest.mark.usefixtures("tools")
 def test_helm_lint_strict(name: str, tmp_path: Path) -> None:
     done = _run(
         HELM, "lint", "--strict", CHART, "--kube-version", K8S_VERSION, "-f", _values_file(tmp_path, MATRIX[name])
@@ -210,6 +212,7 @@ def test_every_rendering_validates_strictly(name: str, rendered: dict[str, Path]
     assert summary == {"valid": len(_objects(rendered[name])), "invalid": 0, "errors": 0, "skipped": 0}
 
 
+@pytest.mark.usefixtures("tools")
 def test_the_plain_manifests_validate_strictly() -> None:
     manifests = sorted(p for p in (ROOT / "deploy" / "k8s").glob("*.yaml") if p.name != "kustomization.yaml")
     done = kubeconform(*manifests)
@@ -448,6 +451,7 @@ def _notes(tmp: Path, values: dict[str, Any]) -> str:
     return yaml.safe_load(done.stdout)["data"]["notes"]
 
 
+@pytest.mark.usefixtures("tools")
 def test_the_install_notes_name_the_headless_service_for_the_exporter(rendered, tmp_path: Path) -> None:
     name = "replicas-behind-the-load-balancing-exporter"
     notes = _notes(tmp_path, MATRIX[name])
@@ -491,6 +495,7 @@ def test_the_install_notes_name_the_headless_service_for_the_exporter(rendered, 
         ({"spec": {"fileName": "spec.json"}}, "spec.fileName: set spec.content too"),
     ],
 )
+@pytest.mark.usefixtures("tools")
 def test_bad_values_fail_naming_the_value(values: dict, error: str, tmp_path: Path) -> None:
     done = helm_template(tmp_path, values)
     assert done.returncode != 0 and error in done.stderr, done.stderr
