@@ -516,8 +516,28 @@ def test_the_chart_version_is_luckrates() -> None:
     assert chart["appVersion"] == chart["version"] == version
 
 
-def test_every_value_is_documented() -> None:
+def _helm_section() -> str:
     text = (ROOT / "docs" / "production.md").read_text()
-    section = text[text.index("## Kubernetes with Helm") :].split("\n## ", 1)[0]
+    return text[text.index("## Kubernetes with Helm") :].split("\n## ", 1)[0]
+
+
+@pytest.mark.usefixtures("tools")
+def test_the_documented_values_file_renders_and_validates(tmp_path: Path) -> None:
+    values = yaml.safe_load(re.search(r"```yaml\n(.*?)```", _helm_section(), re.S).group(1))
+    assert values["workload"] == "StatefulSet" and values["prometheusRule"]["enabled"]
+    done = helm_template(tmp_path, values)
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "rendered.yaml").write_text(done.stdout)
+    checked = kubeconform(tmp_path / "rendered.yaml")
+    assert checked.returncode == 0, checked.stdout
+    objs = _objects(tmp_path / "rendered.yaml")
+    cfg = _config(objs, tmp_path)
+    assert cfg.wal_max_bytes < _quantity(
+        _workload(objs)["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"]
+    )
+    assert load_specs(Path(cfg.spec.replace("/etc/luckrate", str(tmp_path / "pod/etc/luckrate"))))["support-agent"]
+
+
+def test_every_value_is_documented() -> None:
     values = yaml.safe_load((CHART / "values.yaml").read_text())
-    assert [key for key in values if f"`{key}" not in section] == []
+    assert [key for key in values if f"`{key}" not in _helm_section()] == []
