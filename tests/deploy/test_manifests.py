@@ -1,8 +1,9 @@
 """The container and Kubernetes files agree with each other and with luckrate itself.
 
-No Docker engine or Kubernetes cluster runs here, so these checks stand in for `docker compose config`
-and `kubectl apply --dry-run`: files parse, everything mounted exists, labels and selectors match, ports
-line up with what luckrate listens on, and the ConfigMap's config and spec load with luckrate's own loaders.
+No Docker engine or Kubernetes cluster runs here. `docker-compose config` (test_compose.py) and
+`kubeconform -strict` (test_helm.py) check the files' form; these check what they cannot: everything
+mounted exists, labels and selectors match, ports line up with what luckrate listens on, and the
+ConfigMap's config and spec load with luckrate's own loaders.
 """
 
 from __future__ import annotations

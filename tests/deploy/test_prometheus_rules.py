@@ -20,7 +20,16 @@ ROOT = Path(__file__).resolve().parents[2]
 PROMETHEUS = ROOT / "deploy" / "prometheus"
 RULES = sorted((PROMETHEUS / "rules").glob("*.yml"))
 UNIT_TESTS = sorted((PROMETHEUS / "tests").glob("*.yml"))
-ALERTS = ("LuckrateTaint", "LuckrateLuckRateHigh", "LuckrateRejectingSpans", "LuckrateNoSpans")
+ALERTS = (
+    "LuckrateTaint",
+    "LuckrateLuckRateHigh",
+    "LuckrateRejectingSpans",
+    "LuckrateNoSpans",
+    "LuckrateWriteAheadLogDamaged",
+    "LuckrateGradeErrors",
+    "LuckrateTracesUngraded",
+    "LuckrateSpansLost",
+)
 
 promtool = shutil.which("promtool")
 
@@ -65,6 +74,14 @@ def test_every_alert_has_a_firing_unit_test(alert: str) -> None:
                 if check.get("exp_alerts"):
                     fired.add(check["alertname"])
     assert alert in fired
+
+
+def test_every_alert_in_the_rules_is_listed_above() -> None:
+    # A new alert joins ALERTS, and so gets the firing-test check above.
+    alerts = {
+        r["alert"] for p in RULES for g in yaml.safe_load(p.read_text())["groups"] for r in g["rules"] if "alert" in r
+    }
+    assert alerts == set(ALERTS)
 
 
 @pytest.mark.usefixtures("needs_promtool")
