@@ -211,3 +211,30 @@ def test_every_kind_of_evidence_is_documented():
     page = (Path(__file__).resolve().parents[2] / "docs" / "provenance.md").read_text()
     for kind in [*EVIDENCE_FOR, *EVIDENCE_AGAINST]:
         assert f"`{kind}`" in page, kind
+
+
+def test_a_record_the_spec_trusts_is_no_flow():
+    # Where a user knows better than any heuristic: the platform's own messages are trusted, whatever they hold.
+    (name, user, steps, _, _) = CASES[0]
+    raw = {"tools": TOOLS, "untrusted": ["read_mail", "read_file", "open_page"], "privileged": ["verify_code"]}
+    trusting = Spec.from_dict({**raw, "trusted_records": {"read_mail": {"Sender": ["no-reply@*.test"]}}})
+    others = Spec.from_dict({**raw, "trusted_records": {"read_mail": {"sender": ["alerts@bank.test"]}}})
+    traj = run(*steps, input=user)
+    assert not grade(traj, trusting).violations
+    assert grade(traj, others).has("untrusted_flow")
+
+
+@pytest.mark.parametrize(
+    "trusted, problem",
+    [
+        ({"send": {"sender": ["x"]}}, "trusted_records.send: not an untrusted tool: only its records can be trusted"),
+        ({"read_mail": ["sender"]}, "trusted_records.read_mail: must be a non-empty dict of field name to a list"),
+        ({"read_mail": {"sender": "x@y.test"}}, "trusted_records.read_mail.sender: must be a non-empty list of"),
+        ({"read_mail": {"sender": ["*"]}}, "trusted_records.read_mail.sender: a pattern must name something"),
+    ],
+)
+def test_trusted_records_are_validated(trusted, problem):
+    raw = {"tools": TOOLS, "untrusted": ["read_mail"], "privileged": ["send"], "trusted_records": trusted}
+    with pytest.raises(ValueError) as e:
+        Spec.from_dict(raw)
+    assert problem in str(e.value)

@@ -103,6 +103,10 @@ class Spec:
     """Per tool named in the dict form of ``untrusted``: the untrusted field names (case-folded), or
     ``{"*"}`` for the whole result. A tool from the list form is absent: its free text is untrusted."""
     privileged: frozenset[str] = frozenset()
+    trusted_records: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+    """Per untrusted tool: field name (case-folded) -> patterns (case-folded, ``*`` and ``?`` as in file names). A
+    record of the tool's result whose value field matches one is trusted whole: the platform's own messages,
+    ``{"read_inbox": {"sender": ["no-reply@bank.example"]}}``."""
     overrides: Mapping[str, Severity] = field(default_factory=dict)
     orders: tuple[Order, ...] = ()
     """The dict form of ``before``: every call to a ``then`` tool needs an earlier successful ``first`` call."""
@@ -124,6 +128,8 @@ class Spec:
         # from, or the spec's own mapping, cannot turn a check off after validation.
         for name in ("untrusted_fields", "overrides", "once_per"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+        records = {tool: MappingProxyType(dict(rules)) for tool, rules in self.trusted_records.items()}
+        object.__setattr__(self, "trusted_records", MappingProxyType(records))
         args = {tool: MappingProxyType(dict(rules)) for tool, rules in self.args.items()}
         object.__setattr__(self, "args", MappingProxyType(args))
 
@@ -168,6 +174,7 @@ class Spec:
             if not (key == "untrusted" and isinstance(raw.get(key), Mapping))
         }
         lists.setdefault("untrusted", list(untrusted_fields))
+        trusted_records = _trusted_records(raw.get("trusted_records", {}), problems, set(lists["untrusted"]))
         before = _pairs(raw.get("before", ()), problems, vocab)
         overrides = _overrides(raw.get("severity", {}), problems)
         max_steps = _number(raw, "max_steps", int, problems)
@@ -184,6 +191,7 @@ class Spec:
             untrusted=frozenset(lists["untrusted"]),
             privileged=frozenset(lists["privileged"]),
             untrusted_fields=untrusted_fields,
+            trusted_records=trusted_records,
             before=before,
             max_steps=max_steps,
             max_failures=3 if max_failures is None else max_failures,
@@ -237,6 +245,42 @@ def _untrusted_fields(value: Any, problems: list[tuple[str, str]], vocab: set[st
             problems.append((f"{where}[{i}]", f"must be a field name (non-empty string), got {named[i]!r}"))
         if not bad:
             out[tool] = frozenset(f.casefold() for f in named)
+    return out
+
+
+def _trusted_records(
+    value: Any, problems: list[tuple[str, str]], untrusted: set[str]
+) -> dict[str, dict[str, tuple[str, ...]]]:
+    """``{"read_inbox": {"sender": ["no-reply@bank.example", "*@alerts.bank.example"]}}``: per untrusted tool,
+    field name -> the patterns of the values that make a record trusted."""
+    if not isinstance(value, Mapping):
+        problems.append(("trusted_records", f"must be a dict of tool to {{field: [patterns]}}, got {value!r}"))
+        return {}
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for tool, rules in value.items():
+        where = f"trusted_records.{tool}"
+        if tool not in untrusted:
+            problems.append(
+                (where, f"not an untrusted tool{_suggest(str(tool), untrusted)}: only its records can be trusted")
+            )
+            continue
+        if not isinstance(rules, Mapping) or not rules:
+            problems.append((where, f"must be a non-empty dict of field name to a list of patterns, got {rules!r}"))
+            continue
+        fields_out = {}
+        for name, patterns in rules.items():
+            at = f"{where}.{name}"
+            if not isinstance(name, str) or not name:
+                problems.append((where, f"keys must be field names (non-empty strings), got {name!r}"))
+            elif isinstance(patterns, str) or not isinstance(patterns, (list, tuple)) or not patterns:
+                problems.append((at, f"must be a non-empty list of patterns, got {patterns!r}"))
+            elif any(not isinstance(p, str) or not p.strip("*?") for p in patterns):
+                bad = next(p for p in patterns if not isinstance(p, str) or not p.strip("*?"))
+                problems.append((at, f"a pattern must name something besides * and ?, got {bad!r}"))
+            else:
+                fields_out[name.casefold()] = tuple(p.casefold() for p in patterns)
+        if fields_out:
+            out[tool] = fields_out
     return out
 
 

@@ -115,7 +115,7 @@ REGISTRY: tuple[Check, ...] = (
         grounding.taint,
         HARD,
         reads=PROVENANCE,
-        keys=("untrusted", "privileged"),
+        keys=("untrusted", "privileged", "trusted_records"),
         needs=frozenset({CONTENT}),
     ),
     Check("untrusted_flow", grounding.untrusted_flow, INFO, reads=PROVENANCE, needs=frozenset({CONTENT, INPUT})),

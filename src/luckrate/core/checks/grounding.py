@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import fnmatch
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -231,7 +232,8 @@ def judge(arg: Argument, prov: Provenance, spec: Spec) -> Judgement:
     bad: list[Origin] = []
     good: list[Origin] = []
     for o in origins:
-        (bad if _untrusted(o, spec) or _speaks_for_record(o, arg, prov, spec) else good).append(o)
+        third_party = _untrusted(o, spec) or _speaks_for_record(o, arg, prov, spec)
+        (bad if third_party and not _trusted_record(o, prov, spec) else good).append(o)
     if weak(arg.value):  # rule 4: where a short value also sits says nothing; only a labelled mention does
         bad = [o for o in bad if not o.prose or labelled(arg, [o], prov)]
         if not bad:
@@ -290,6 +292,18 @@ def weigh(arg: Argument, origins: list[Origin], prov: Provenance) -> tuple[Evide
     if is_code(arg.value):
         con.append(Evidence("code", f"{arg.value!r} is a short number, as a platform sends to confirm an action"))
     return (*pro, *con)
+
+
+def _trusted_record(origin: Origin, prov: Provenance, spec: Spec) -> bool:
+    """The record holding ``origin`` is one the spec trusts (``trusted_records``): a value field of it matches."""
+    rules = spec.trusted_records.get(origin.source.removeprefix("tool:"))
+    if not rules or record_of(origin.field) is None:
+        return False
+    for f in prov.sources.record_fields(origin):
+        patterns = () if f.prose else rules.get(f.name, ())
+        if any(fnmatch.fnmatchcase(f.text.casefold(), p) for p in patterns):
+            return True
+    return False
 
 
 def _speaks_for_record(origin: Origin, arg: Argument, prov: Provenance, spec: Spec) -> bool:
