@@ -341,7 +341,7 @@ def cues(text: str, enough: int = len(_INSTRUCTION_CUES)) -> int:
 def _cues(folded: str, enough: int) -> int:
     found = 0
     for words, cue in zip(_CUE_WORDS, _INSTRUCTION_CUES):
-        if any(w in folded for w in words) and cue.search(folded):
+        if any(map(folded.__contains__, words)) and cue.search(folded):
             found += 1
             if found >= enough:
                 break
