@@ -116,9 +116,12 @@ class Request:
         known = self._pointed.get(position)
         if known is None:
             self._pointed[position] = False  # while deciding: references only lead to earlier sources anyway
-            known = self._pointed[position] = position >= prov.sources.users and any(
-                _written(ref, self) or _host(ref) in self.hosts or _followed(ref, position, self, prov)
-                for ref in self.references(position, prov, names=True)
+            known = self._pointed[position] = position >= prov.sources.users and (
+                any(
+                    _written(ref, self) or _host(ref) in self.hosts or _followed(ref, position, self, prov)
+                    for ref in self.references(position, prov, names=True)
+                )
+                or _searched(position, prov, self)
             )
         return known
 
@@ -136,6 +139,18 @@ class Request:
         if found is None:
             found = self._records[position] = _named_records(position, prov, self)
         return found
+
+
+def _searched(position: int, prov: Provenance, request: Request) -> bool:
+    """The call that produced source ``position`` searched for what the user wrote: a search input whose every
+    word the request holds ("the hiking trip" for "tell me about the hiking trip with Mark")."""
+    tool, args = prov.sources.call(position)
+    for path, value in walk(args or {}):
+        if isinstance(value, str) and len(value) >= 3 and is_search(tool, path):
+            words = _WORD.findall(value.casefold())
+            if words and all(w in request.text for w in words):
+                return True
+    return False
 
 
 def _host(token: str) -> str | None:
@@ -191,18 +206,30 @@ def _followed(ref: str, before: int, request: Request, prov: Provenance) -> bool
             for p in range(sources.users, before)
         )
     keys = [ref]
+    bare = _SCHEME.sub("", ref)  # a link written without its scheme, as pages and mails often do
     key = forms.url_key(ref)
-    if key and key != ref:
-        keys.append(key)
+    keys.extend(k for k in (bare, key) if k and k not in keys)
     if "/" in ref.rstrip("/"):  # a path: the file name at its end, as the source would have written it
         keys.extend(sorted(tokens(ref.rstrip("/").rsplit("/", 1)[1]), key=len, reverse=True)[:1])
     for k in keys:
         for position in sources.tokens_of(k):
             if position >= before:
                 break
-            if request.pointed(position, prov) and not instructs([sources.text(position)], (k,)):
+            if instructs([sources.text(position)], (k,)):
+                continue
+            if request.pointed(position, prov) or _in_pointed_record(k, position, request, prov):
                 return True
     return False
+
+
+_SCHEME = re.compile(r"^[a-z][a-z0-9+.\-]*://")
+
+
+def _in_pointed_record(key: str, position: int, request: Request, prov: Provenance) -> bool:
+    """``key`` sits in a record of source ``position`` that the user pointed at (a link in the message of the
+    person the user named)."""
+    records = request.records(position, prov)
+    return bool(records) and any(record_of(o.field) in records for o in prov.sources.origins(position, (key,)))
 
 
 def _named_records(position: int, prov: Provenance, request: Request) -> frozenset[str]:
