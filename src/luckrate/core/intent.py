@@ -133,6 +133,13 @@ class Request:
             found = self._references[key] = references(*prov.sources.call(position), names=names)
         return found
 
+    def call_references(self, step: int, tool: str, prov: Provenance) -> list[str]:
+        """``references`` of step ``step``'s call (worked out once per step: its flows share it)."""
+        found = self._references.get((-1 - step, False))
+        if found is None:
+            found = self._references[(-1 - step, False)] = references(tool, prov.calls.get(step))
+        return found
+
     def records(self, position: int, prov: Provenance) -> frozenset[str]:
         """The records of source ``position`` the user pointed at."""
         found = self._records.get(position)

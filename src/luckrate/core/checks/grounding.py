@@ -41,7 +41,6 @@ from luckrate.core.intent import (
     is_destination,
     is_search,
     labelled,
-    references,
     same_object,
     weak,
 )
@@ -285,7 +284,7 @@ def weigh(arg: Argument, origins: list[Origin], prov: Provenance) -> tuple[Evide
         pro.append(Evidence("unrequested_source", f"{_where(unrequested[0])}"))
     if requested:
         con.append(Evidence("requested_source", f"{_where(requested[0])}"))
-    call = references(arg.tool, prov.calls.get(arg.step))
+    call = request.call_references(arg.step, arg.tool, prov)
     same = next((why for o in origins if (why := same_object(arg, o, prov, call))), None)
     if same:
         con.append(Evidence("same_object", same))
