@@ -28,6 +28,9 @@ from tests.reliability.harness import report
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "testdata"
 
+NO_RUN = {DATA / "mcp" / "initialized.sdk.mcp.otlp"}
+"""Captures holding only a trace that is no run (read beside a run's files, never alone)."""
+
 SOURCES = {
     # name: (reader(bytes, source) -> list[Trajectory], seed files)
     "trajectory": (reader("trajectory"), [ROOT / "examples" / "runs.jsonl"]),
@@ -39,7 +42,8 @@ SOURCES = {
     ),
     "otlp": (
         lambda data, source: read_otlp(data, source),
-        sorted(p for p in DATA.glob("*/*.otlp") if not p.name.endswith(".logs.otlp")),
+        # Not the MCP server's notification trace: a file with no run is refused on its own, by design.
+        sorted(p for p in DATA.glob("*/*.otlp") if not p.name.endswith(".logs.otlp") and p not in NO_RUN),
     ),
     # A logs file is read beside the trace file its records belong to (the seed's pair).
     "otlp-logs": (
