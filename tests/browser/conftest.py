@@ -25,8 +25,10 @@ def chromium_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser():
+    # Package-scoped, not session-scoped: Playwright's sync API keeps an event loop running in this thread while
+    # it lives, and every later test that calls asyncio.run (the live framework runners) would fail.
     executable = chromium_path()
     if executable is None:
         external.missing("chromium", "apt-get install -y chromium")
