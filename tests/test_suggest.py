@@ -179,6 +179,27 @@ def test_a_template_filled_by_the_system_is_not_third_party_text():
     assert [e.tool for e in p.untrusted] == ["fetch_page", "get_feedback"]
 
 
+def test_a_senders_templated_messages_propose_trusting_its_records():
+    # The platform's own messages (a code in one template, a new code each time) are a system's: suggest proposes
+    # trusting that sender's records. A colleague's mail seen in every run is one message, however often read.
+    def inbox(i: int) -> str:
+        return json.dumps(
+            [
+                {"sender": "Ana@Corp.test", "body": "Lunch on Friday? The usual place near the station."},
+                {"sender": "no-reply@bank.test", "body": f"Your one-time code is {4812 + 7 * i}. It expires soon."},
+            ]
+        )
+
+    p, _ = _proposal(*[run(step("read_inbox", {}, inbox(i))) for i in range(6)])
+    assert [e.tool for e in p.untrusted] == ["read_inbox"]
+    assert [(t.tool, t.field, t.address) for t in p.trusted] == [("read_inbox", "sender", "no-reply@bank.test")]
+    text = render([p], [])
+    (spec,) = _load(text).values()
+    assert dict(spec.trusted_records) == {"read_inbox": {"sender": ("no-reply@bank.test",)}}
+    few, _ = _proposal(*[run(step("read_inbox", {}, inbox(i))) for i in range(3)])
+    assert few.trusted == ()  # three messages are not yet a template
+
+
 def test_field_level_untrusted_when_every_sentence_sits_in_a_named_field():
     r = run(
         step(

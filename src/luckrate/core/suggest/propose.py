@@ -66,6 +66,18 @@ class Proposal:
     max_steps_why: str
     notes: tuple[str, ...]
     """What could not be judged, and why."""
+    trusted: tuple[Trusted, ...] = ()
+    """``trusted_records`` candidates: addresses whose messages, in an untrusted tool's results, are a system's."""
+
+
+@dataclass(frozen=True)
+class Trusted:
+    """One proposed ``trusted_records`` pattern."""
+
+    tool: str
+    field: str
+    address: str
+    why: str
 
 
 def propose(tally: Tally, th: Thresholds = Thresholds()) -> tuple[list[Proposal], list[str]]:
@@ -93,7 +105,22 @@ def _agent(name: str | None, a: AgentTally, th: Thresholds) -> Proposal:
     privileged = tuple(e for t, s in sorted(a.tools.items()) if (e := privileged_entry(t, s, th)))
     untrusted = tuple(e for t, s in sorted(a.tools.items()) if (e := untrusted_entry(t, s, th)))
     max_steps, why = _max_steps(a, th)
-    return Proposal(name, a.runs, a.usable, tools, privileged, untrusted, _before(a, th), max_steps, why, _notes(a, th))
+    trusted = tuple(t for e in untrusted for t in trusted_entries(e.tool, a.tools[e.tool]))
+    return Proposal(
+        name, a.runs, a.usable, tools, privileged, untrusted, _before(a, th), max_steps, why, _notes(a, th), trusted
+    )
+
+
+def trusted_entries(tool: str, t: ToolTally) -> list[Trusted]:
+    """The addresses of an untrusted tool's records whose many distinct messages (``TEMPLATE_RESULTS`` or more)
+    all share one or two sentence skeletons: a system filling in its template (a platform's codes and notices),
+    not people writing. A person's mail seen in every run is one message, not many."""
+    out = []
+    for (name, address), sender in sorted(t.senders.items()):
+        if len(sender.texts) >= TEMPLATE_RESULTS and 1 <= len(sender.skeletons) <= 2:
+            why = f"{len(sender.texts)}+ distinct messages from {address}, all one template: a system's"
+            out.append(Trusted(tool, name, address, why))
+    return out
 
 
 def privileged_entry(tool: str, t: ToolTally, th: Thresholds) -> Entry | None:

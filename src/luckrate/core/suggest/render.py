@@ -12,7 +12,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 
 from luckrate.core.spec import FALLBACK, Spec, spec_for
-from luckrate.core.suggest.propose import Entry, Proposal, Rule
+from luckrate.core.suggest.propose import Entry, Proposal, Rule, Trusted
 
 MAX_COMMENT = 160
 
@@ -90,6 +90,7 @@ def _body(p: Proposal, pad: str) -> list[str]:
     out.append(f"{pad}],")
     out += _entries("privileged", p.privileged, pad)
     out += _untrusted(p.untrusted, pad)
+    out += _trusted(p.trusted, pad)
     if p.before:
         out.append(f'{pad}"before": [')
         out += [
@@ -115,6 +116,24 @@ def _untrusted(entries: Sequence[Entry], pad: str) -> list[str]:
     for e in entries:
         value = repr(list(e.fields)) if e.fields else '"*"'
         out.append(f"{pad}    {e.tool!r}: {value},  " + _comment(e.why))
+    return out + [f"{pad}}},"]
+
+
+def _trusted(entries: Sequence[Trusted], pad: str) -> list[str]:
+    """``trusted_records``: the patterns by tool and field, each with why."""
+    if not entries:
+        return []
+    out = [f'{pad}"trusted_records": {{']
+    by_tool: dict[str, dict[str, list[Trusted]]] = {}
+    for e in entries:
+        by_tool.setdefault(e.tool, {}).setdefault(e.field, []).append(e)
+    for tool, by_field in by_tool.items():
+        out.append(f"{pad}    {tool!r}: {{")
+        for name, found in by_field.items():
+            out.append(f"{pad}        {name!r}: [")
+            out += [f"{pad}            {e.address!r},  " + _comment(e.why) for e in found]
+            out.append(f"{pad}        ],")
+        out.append(f"{pad}    }},")
     return out + [f"{pad}}},"]
 
 

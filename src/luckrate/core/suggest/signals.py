@@ -524,3 +524,26 @@ def result_shape(result: str) -> Shape:
     return Shape(
         bool(named) or whole, markup, frozenset(sorted(named)[:32]), bool(named) and not whole, frozenset(skeletons)
     )
+
+
+_ADDRESS = re.compile(r"[^@\s]+@[^@\s]+\.[a-z]{2,}", re.IGNORECASE)
+
+
+def senders(result: str) -> list[tuple[str, str, int | None, int]]:
+    """Each record's own address in a result read as a list of records: ``(field name, address, skeleton checksum
+    of the record's first sentence or None, checksum of its free text)``. A record's own address is a field of its
+    own holding one e-mail address (a ``sender``, a ``from``), not an item of a list (its recipients)."""
+    out = []
+    by_record: dict[str, list[Any]] = {}
+    for f in fields(result[:MAX_SCANNED]):
+        if f.record is not None:
+            by_record.setdefault(f.record, []).append(f)
+    for record, fs in by_record.items():
+        sentence = next((sk for f in fs if f.prose and (sk := skeleton(f.text)) is not None), None)
+        checksum = None if sentence is None else zlib.crc32(sentence.encode("utf-8", "replace"))
+        text = zlib.crc32("\n".join(f.text for f in fs if f.prose).encode("utf-8", "replace"))
+        for f in fs:
+            own = f.path[len(record) :]
+            if not f.prose and "[" not in own and _ADDRESS.fullmatch(f.text.strip()):
+                out.append((f.name, f.text.strip().casefold(), checksum, text))
+    return out

@@ -30,6 +30,8 @@ MAX_SAME_STEPS = 200
 MAX_FIELDS = 32
 MAX_DESCRIPTION = 2000
 MAX_SKELETONS = 8
+MAX_SENDERS = 64
+"""Distinct record addresses tracked per tool (``trusted_records`` candidates); further ones are counted."""
 
 
 @dataclass
@@ -56,6 +58,20 @@ class ToolTally:
     description: str | None = None
     params: frozenset[str] = frozenset()
     """Parameter names from a tool definition, when the trace carried one."""
+    senders: dict[tuple[str, str], Sender] = field(default_factory=dict)
+    """(field, address) of the records' own addresses (up to MAX_SENDERS) -> what their records said."""
+    senders_dropped: int = 0
+    """Records whose address was past MAX_SENDERS: counted, not kept."""
+
+
+@dataclass
+class Sender:
+    """The records one address sent, in one tool's results."""
+
+    texts: set[int] = field(default_factory=set)
+    """Checksums of the distinct messages (up to MAX_SKELETONS + 1: enough to tell many from few)."""
+    skeletons: set[int] = field(default_factory=set)
+    """Their first sentences' skeletons (up to MAX_SKELETONS): many messages sharing one or two is a system's."""
 
 
 @dataclass
@@ -181,6 +197,22 @@ def _call(tool: ToolTally, step: Step, content: bool) -> None:
     for name in shape.named:
         if len(tool.sentence_fields) < MAX_FIELDS or name in tool.sentence_fields:
             tool.sentence_fields[name] += 1
+    if shape.sentences:
+        _senders(tool, step.result)
+
+
+def _senders(tool: ToolTally, result: str) -> None:
+    for name, address, checksum, text in signals.senders(result):
+        sender = tool.senders.get((name, address))
+        if sender is None:
+            if len(tool.senders) >= MAX_SENDERS:
+                tool.senders_dropped += 1
+                continue
+            sender = tool.senders[(name, address)] = Sender()
+        if len(sender.texts) <= MAX_SKELETONS:
+            sender.texts.add(text)
+        if checksum is not None and len(sender.skeletons) < MAX_SKELETONS:
+            sender.skeletons.add(checksum)
 
 
 def _order(agent: AgentTally, run: Trajectory) -> None:
