@@ -131,5 +131,5 @@ def test_the_start_line_says_which_runs_by_is_in_force(flags, last, note):
     with Server(*flags) as server:
         words = server.start_line.split()
         assert words[:3] == ["luckrate", "serve:", "listening"] and words[-1] == last
-        assert set(server.ports) == {"grpc", "http", "prometheus"}  # the address pairs still read as before
+        assert set(server.ports) == {"grpc", "http", "prometheus", "viewer"}  # the address pairs still read as before
         wait_until(lambda: note in "".join(server.stderr), "the runs-by note on stderr")
