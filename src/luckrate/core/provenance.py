@@ -578,10 +578,19 @@ class Provenance(list[Argument]):
         (``grounding.judgements``); None until then."""
         self.request: Request | None = None
         """What the user's input asks for, worked out on first use by ``intent.Request.of``; None until then."""
-        self.run_days: frozenset[str] = frozenset()
-        """The run's own dates (ISO, UTC) from its clock: the days its steps started on; empty without a clock."""
+        self.clock: tuple[float, ...] = ()
+        """The steps' start times, when the run has a real clock (``run_days`` reads them); empty without one."""
+        self._run_days: frozenset[str] | None = None
         self.composition: Composition | None = None
         """What the earlier sources hold in parts, worked out on first use by ``composition.of``; None until then."""
+
+    @property
+    def run_days(self) -> frozenset[str]:
+        """The run's own dates (ISO, UTC) from its clock: the days its steps started on; empty without a clock
+        (worked out on first use: most runs never ask)."""
+        if self._run_days is None:
+            self._run_days = frozenset(filter(None, map(_day, set(self.clock))))
+        return self._run_days
 
     def origins(self, arg: Argument) -> list[Origin]:
         """Every place ``arg`` was found, located to a field of each tool result."""
@@ -650,7 +659,7 @@ def trace(
     calls = {step.index: step.args for step in traj.steps}
     prov = Provenance(found, index, "\n".join(traj.inputs), agents, calls)
     if traj.has_clock:
-        prov.run_days = frozenset(filter(None, map(_day, {step.t for step in traj.steps})))
+        prov.clock = tuple(step.t for step in traj.steps)
     return prov
 
 
