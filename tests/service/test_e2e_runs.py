@@ -53,7 +53,11 @@ def test_a_run_over_traces_on_different_connections_is_graded_once(tmp_path, cyc
         "--runs-by", "links", "--run-wait", "0.5", "--root-grace", "0.2", "--workers", "1", spec=spec
     ) as server:
         traces = send_apart(server, rec)
-        s = server.wait_metric("luckrate_runs_completed_total", 2)  # the agent's run and the HTTP trace
+        server.wait_metric("luckrate_runs_completed_total", 2)  # the agent's run and the HTTP trace
+        # A run is counted completed when assembled, and graded after: wait for both verdicts to be exported
+        # (a scrape between the two missed the run under load).
+        server.wait_metric_at_least("luckrate_runs_total", 1)
+        s = server.wait_metric_at_least("luckrate_traces_ungraded_total", 1, reason="invalid")
         assert server.terminate() == 0
     assert total(s, "luckrate_traces_completed_total") == traces == 4
     assert total(s, "luckrate_runs_total") == 1  # the HTTP trace holds no agent: not a run
