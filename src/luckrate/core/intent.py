@@ -4,10 +4,10 @@ A value that reached a privileged call from untrusted content is weighed by evid
 turns it into a tier). This module works out the two facts about intent that the evidence rests on.
 
 **What the user pointed the agent at** (``Request.pointed``, ``Request.records``). A source is *pointed at* when
-the call that read it was given a reference the user wrote (a URL, a file path, an address, an id; not a search
-query and not a date, which select rather than name), or a reference found in a source already pointed at (a link
-followed from the page the user named, the file a download from it saved, the attachment of the e-mail it sent),
-unless that reference sits in text that addresses the agent. A *record* of a result (one e-mail, one message) is
+the call that read it was given a reference the user wrote (a URL, a file path, an address, an id, a name; not a
+date, which selects rather than names), or searched for the user's own words, or was given a reference found in a
+source already pointed at (a link followed from the page the user named, the file a download from it saved, the
+attachment of the e-mail it sent), unless that reference sits in text that addresses the agent. A *record* of a result (one e-mail, one message) is
 pointed at when a value field of it names a person the user wrote (``sender: Priya``; an address whose local part
 holds the name: ``priya.k@...``) or sits on a site the user pointed at (``no-reply@portal.test`` after the user named
 ``www.portal.test``), and no sibling record shares that field. The user handing the agent a page, a file, a mailbox
@@ -313,14 +313,14 @@ _INSTRUCTION_CUES = tuple(
     )
 )
 INSTRUCTION_CUES = 1
-"""Cue families a text must show to read as instructions to the agent (benchmarks/instructions.py, on the
-development sets' untrusted free text): no benign text shows two; a bare imperative ("send X to Y"), a marker line
-or a misspelt "instructions" shows at most one and is not caught this way."""
+"""Cue families a text must show to read as instructions to the agent: chosen leaving one suite out of five
+(benchmarks/detection.py --loso picks 1 on every fold). A bare imperative ("send X to Y") or a marker line
+("TODO:") shows none and reads as a document's own instruction."""
 
 
 INSTRUCTION_WINDOW = 600
-"""How far before a value its text is read for cues: an instruction leads up to what it asks for, and a value
-written before an injected paragraph (an address, then the injection) is not part of it."""
+"""How far before a value its text is read for cues (chosen with ``INSTRUCTION_CUES``, 600 on four folds of five): an
+instruction leads up to what it asks for, and a value written before an injected paragraph is not part of it."""
 
 
 def instructs(texts: Iterable[str], keys: tuple[str, ...]) -> bool:
