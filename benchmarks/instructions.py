@@ -52,7 +52,7 @@ def _whole(found: set[str]) -> set[str]:
 
 
 def families(text: str) -> int:
-    return sum(1 for cue in intent._INSTRUCTION_CUES if cue.search(text))
+    return intent.cues(text)
 
 
 def main() -> int:

@@ -29,17 +29,23 @@ FIGURES = (
 )
 
 
-@pytest.fixture(scope="module")
-def output() -> str:
+def _run(script: str, *args: str, here: bool = False, timeout: int = 300) -> str:
+    """Run ``benchmarks/<script>`` with ``args`` (from the benchmarks folder when ``here``); its stdout, once it
+    exited 0."""
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick"],
-        cwd=ROOT,
+        [sys.executable, str(ROOT / "benchmarks" / script), *args],
+        cwd=ROOT / "benchmarks" if here else ROOT,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
+
+
+@pytest.fixture(scope="module")
+def output() -> str:
+    return _run("run.py", "--quick", timeout=600)
 
 
 def test_header_has_the_expected_columns(output: str) -> None:
@@ -65,33 +71,19 @@ def test_throughput_rows_carry_a_ratio_to_the_null_receiver(output: str) -> None
 
 def test_the_write_ahead_log_benchmark_measures_every_figure() -> None:
     """benchmarks/wal.py --quick (about 15 s): a row per sync policy and the replay line, all measured."""
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "wal.py"), "--quick"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = {ln.split("|")[1].strip(): ln for ln in done.stdout.splitlines() if ln.startswith("| ") and "---" not in ln}
+    out = _run("wal.py", "--quick", timeout=600)
+    rows = {ln.split("|")[1].strip(): ln for ln in out.splitlines() if ln.startswith("| ") and "---" not in ln}
     assert set(rows) == {"`--wal`", "off", "interval", "request"}
     for mode in ("off", "interval", "request"):
         cells = [c.strip() for c in rows[mode].split("|")[1:-1]]
         assert "—" not in cells and float(cells[1].replace(",", "")) > 0, rows[mode]
-    assert "spans/s read back and handed to grading" in done.stdout
+    assert "spans/s read back and handed to grading" in out
 
 
 def test_the_logs_path_benchmark_runs_and_prints_every_figure() -> None:
     """benchmarks/logs_path.py on one round of one copy: every form measured, both ratios printed."""
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "logs_path.py"), "--rounds", "1", "--copies", "1"],
-        cwd=ROOT / "benchmarks",
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.splitlines()
+    out = _run("logs_path.py", "--rounds", "1", "--copies", "1", here=True)
+    lines = out.splitlines()
     for mode, form in (
         ("legacy", "span events"),
         ("legacy", "log records"),
@@ -106,15 +98,8 @@ def test_the_logs_path_benchmark_runs_and_prints_every_figure() -> None:
 
 def test_the_keep_alive_benchmark_measures_every_answer() -> None:
     """benchmarks/http_keepalive.py on 20 requests per answer: a row per answer, each with its figures."""
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "http_keepalive.py"), "--requests", "20"],
-        cwd=ROOT / "benchmarks",
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = {line.split(" | ")[0].lstrip("| "): line for line in done.stdout.splitlines()}
+    out = _run("http_keepalive.py", "--requests", "20", here=True)
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in out.splitlines()}
     for answer in ("protobuf 200", "OTLP/JSON 200", "OTLP/JSON 400"):
         cells = rows[answer].strip("| ").split(" | ")
         assert float(cells[1]) > 0 and float(cells[2]) > 0, rows[answer]
@@ -122,14 +107,7 @@ def test_the_keep_alive_benchmark_measures_every_answer() -> None:
 
 def test_the_viewer_benchmark_runs_and_prints_every_figure() -> None:
     """benchmarks/viewer.py on one round: each row measured (a number where the figure goes)."""
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "viewer.py"), "--rounds", "1"],
-        cwd=ROOT / "benchmarks",
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    out = _run("viewer.py", "--rounds", "1", here=True)
     for row in (
         "without the viewer",
         "with the viewer (ring of 1000)",
@@ -138,5 +116,5 @@ def test_the_viewer_benchmark_runs_and_prints_every_figure() -> None:
         "content on",
         "content off",
     ):
-        (line,) = [x for x in done.stdout.splitlines() if row in x]
+        (line,) = [x for x in out.splitlines() if row in x]
         assert float(line.split("|")[2].split()[0]) > 0, line

@@ -88,10 +88,7 @@ class Request:
         self._pointed: dict[int, bool] = {}
         self._records: dict[int, frozenset[str]] = {}
         self._references: dict[tuple[int, bool], list[str]] = {}
-
-    @classmethod
-    def of_text(cls, text: str) -> Request:
-        return cls(text)
+        self._calls: dict[int, list[str]] = {}
 
     @classmethod
     def of(cls, prov: Provenance) -> Request:
@@ -135,9 +132,9 @@ class Request:
 
     def call_references(self, step: int, tool: str, prov: Provenance) -> list[str]:
         """``references`` of step ``step``'s call (worked out once per step: its flows share it)."""
-        found = self._references.get((-1 - step, False))
+        found = self._calls.get(step)
         if found is None:
-            found = self._references[(-1 - step, False)] = references(tool, prov.calls.get(step))
+            found = self._calls[step] = references(tool, prov.calls.get(step))
         return found
 
     def records(self, position: int, prov: Provenance) -> frozenset[str]:

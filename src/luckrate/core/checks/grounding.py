@@ -69,7 +69,7 @@ def ungrounded(prov: Provenance, spec: Spec) -> Iterator[Violation]:
     the sources hold in another form or in parts is not invented either (``composed`` reports the
     latter; core/composition.py)."""
     for arg in prov:
-        if is_ungrounded(arg) and arg.value not in prov.agents and not _from_parts(arg, prov):
+        if _unwritten(arg, prov) == (False, None):
             yield Violation(
                 "ungrounded",
                 spec.severity("ungrounded"),
@@ -84,10 +84,8 @@ def composed(prov: Provenance, spec: Spec) -> Iterator[Violation]:
     its month or day, a sum of two amounts, an address from a name and a domain, a path from its parts
     (core/composition.py). A different fact from an invented value: shown, apart from ``ungrounded``."""
     for arg in prov:
-        if not is_ungrounded(arg) or arg.value in prov.agents:
-            continue
-        parts = composition.of(prov)
-        how = None if parts.another_form(arg) else parts.composed(arg)
+        found = _unwritten(arg, prov)
+        how = found[1] if found else None
         if how is not None:
             yield Violation(
                 "composed",
@@ -98,19 +96,23 @@ def composed(prov: Provenance, spec: Spec) -> Iterator[Violation]:
             )
 
 
-def _from_parts(arg: Argument, prov: Provenance) -> bool:
+def _unwritten(arg: Argument, prov: Provenance) -> tuple[bool, str | None] | None:
+    """For an argument ``ungrounded`` would report (no source, not a search input, no agent's name): whether the
+    sources hold it in another form, and else how it was composed (None when it was not). None for any other
+    argument. ``ungrounded`` reports ``(False, None)``, ``composed`` a composition."""
+    if not is_ungrounded(arg) or arg.value in prov.agents:
+        return None
     parts = composition.of(prov)
-    return parts.another_form(arg) or parts.composed(arg) is not None
+    if parts.another_form(arg):
+        return (True, None)
+    return (False, parts.composed(arg))
 
 
 def _grounding(arg: Argument, prov: Provenance) -> dict[str, Any]:
     """``--explain``'s view of the two grounding checks: ``ungrounded`` as the check reports it, and
     ``composed``, how the value was composed (None when it was not, or is grounded)."""
-    if not is_ungrounded(arg) or arg.value in prov.agents:
-        return {"ungrounded": False, "composed": None}
-    parts = composition.of(prov)
-    how = None if parts.another_form(arg) else parts.composed(arg)
-    return {"ungrounded": how is None and not parts.another_form(arg), "composed": how}
+    found = _unwritten(arg, prov)
+    return {"ungrounded": found == (False, None), "composed": found[1] if found else None}
 
 
 def taint(prov: Provenance, spec: Spec) -> Iterator[Violation]:
@@ -178,20 +180,9 @@ class Evidence:
         return {"kind": self.kind, "for": not self.against, "detail": self.detail}
 
 
-EVIDENCE_FOR = {
-    "addresses_agent": "it sits in text that speaks to the agent rather than to the document's reader",
-    "new": "no source the user or a trusted tool supplied holds it",
-    "unrequested_source": "the user did not point the agent at the source it came from",
-}
-EVIDENCE_AGAINST = {
-    "requested_source": "the user pointed the agent at that source or record (by a reference the user wrote, or "
-    "one followed from such a source)",
-    "same_object": "it names an object of the very source it came from (a link on the site read, a form's field "
-    "on the page that listed it)",
-    "code": "it is a short number (4 to 8 digits), as a platform sends to confirm an action the agent started: "
-    "nothing is sent to it or fetched from it",
-}
-"""The kinds of evidence, documented in docs/provenance.md (tests/core/test_taint_evidence.py ties them)."""
+EVIDENCE_FOR = frozenset({"addresses_agent", "new", "unrequested_source"})
+EVIDENCE_AGAINST = frozenset({"requested_source", "same_object", "code"})
+"""The kinds of evidence; what each means is docs/provenance.md's table (tests/core/test_taint_evidence.py ties them)."""
 
 
 @fast_init
