@@ -134,7 +134,7 @@ class Request:
         """``references`` of step ``step``'s call (worked out once per step: its flows share it)."""
         found = self._calls.get(step)
         if found is None:
-            found = self._calls[step] = references(tool, prov.calls.get(step))
+            found = self._calls[step] = references(tool, prov.steps[step].args)
         return found
 
     def records(self, position: int, prov: Provenance) -> frozenset[str]:

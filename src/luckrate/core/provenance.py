@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from luckrate.core import forms
 from luckrate.core.fields import Field, fields, record_of
 from luckrate.core.frozen import fast_init
-from luckrate.core.step import Trajectory
+from luckrate.core.step import Step, Trajectory
 
 if TYPE_CHECKING:
     from luckrate.core.composition import Composition
@@ -562,11 +562,15 @@ class Provenance(list[Argument]):
         sources: SourceIndex,
         user_text: str,
         agents: frozenset[str] = frozenset(),
-        calls: dict[int, Any] | None = None,
+        steps: Sequence[Step] = (),
+        clocked: bool = False,
     ) -> None:
         super().__init__(arguments)
-        self.calls: dict[int, Any] = calls or {}
-        """Each step's arguments, by step index: what a privileged call operates on (taint's evidence)."""
+        self.steps = steps
+        """The run's steps (``steps[i].index == i``): what each call was given (taint's evidence reads what a
+        privileged call operates on). The trajectory's own tuple, not a copy."""
+        self.clocked = clocked
+        """The steps carry real start times (``run_days`` reads them)."""
         self.agents = agents
         """The names of the run's agents (the run's and each step's): known to the system that runs them."""
         self.sources = sources
@@ -578,8 +582,6 @@ class Provenance(list[Argument]):
         (``grounding.judgements``); None until then."""
         self.request: Request | None = None
         """What the user's input asks for, worked out on first use by ``intent.Request.of``; None until then."""
-        self.clock: tuple[float, ...] = ()
-        """The steps' start times, when the run has a real clock (``run_days`` reads them); empty without one."""
         self._run_days: frozenset[str] | None = None
         self.composition: Composition | None = None
         """What the earlier sources hold in parts, worked out on first use by ``composition.of``; None until then."""
@@ -589,7 +591,8 @@ class Provenance(list[Argument]):
         """The run's own dates (ISO, UTC) from its clock: the days its steps started on; empty without a clock
         (worked out on first use: most runs never ask)."""
         if self._run_days is None:
-            self._run_days = frozenset(filter(None, map(_day, set(self.clock))))
+            times = {step.t for step in self.steps} if self.clocked else set()
+            self._run_days = frozenset(filter(None, map(_day, times)))
         return self._run_days
 
     def origins(self, arg: Argument) -> list[Origin]:
@@ -656,11 +659,7 @@ def trace(
         if step.result is not None:
             index.add(source_name(step.tool), step.result, step.index, step.args)
     agents = frozenset(a for a in (traj.agent, *(step.agent for step in traj.steps)) if a)
-    calls = {step.index: step.args for step in traj.steps}
-    prov = Provenance(found, index, "\n".join(traj.inputs), agents, calls)
-    if traj.has_clock:
-        prov.clock = tuple(step.t for step in traj.steps)
-    return prov
+    return Provenance(found, index, "\n".join(traj.inputs), agents, traj.steps, traj.has_clock)
 
 
 def _day(t: float) -> str | None:
