@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from luckrate.core.fields import fields
+from luckrate.core.fields import Field, fields
 
 ACT_VERBS = frozenset(
     {
@@ -507,12 +507,19 @@ class Shape:
 MAX_SKELETONS = 8
 
 
-def result_shape(result: str) -> Shape:
+def result_fields(result: str) -> list[Field]:
+    """The fields of a result as ``suggest`` reads them (its first ``MAX_SCANNED`` characters): read once, handed to
+    ``result_shape`` and ``senders``."""
+    return fields(result[:MAX_SCANNED])
+
+
+def result_shape(result: str, parsed: list[Field] | None = None) -> Shape:
+    """What ``result`` looks like; ``parsed`` its ``result_fields`` when already read."""
     markup = _MARKUP.search(result[:MAX_SCANNED]) is not None
     named: set[str] = set()
     skeletons: set[int] = set()
     whole = False
-    for f in fields(result[:MAX_SCANNED]):
+    for f in result_fields(result) if parsed is None else parsed:
         if not f.prose or (found := skeleton(f.text)) is None:
             continue
         if len(skeletons) < MAX_SKELETONS:
@@ -529,13 +536,14 @@ def result_shape(result: str) -> Shape:
 _ADDRESS = re.compile(r"[^@\s]+@[^@\s]+\.[a-z]{2,}", re.IGNORECASE)
 
 
-def senders(result: str) -> list[tuple[str, str, int | None, int]]:
-    """Each record's own address in a result read as a list of records: ``(field name, address, skeleton checksum
-    of the record's first sentence or None, checksum of its free text)``. A record's own address is a field of its
-    own holding one e-mail address (a ``sender``, a ``from``), not an item of a list (its recipients)."""
+def senders(parsed: list[Field]) -> list[tuple[str, str, int | None, int]]:
+    """Each record's own address in a result read as a list of records (``parsed``: its ``result_fields``):
+    ``(field name, address, skeleton checksum of the record's first sentence or None, checksum of its free text)``.
+    A record's own address is a field of its own holding one e-mail address (a ``sender``, a ``from``), not an item
+    of a list (its recipients)."""
     out = []
-    by_record: dict[str, list[Any]] = {}
-    for f in fields(result[:MAX_SCANNED]):
+    by_record: dict[str, list[Field]] = {}
+    for f in parsed:
         if f.record is not None:
             by_record.setdefault(f.record, []).append(f)
     for record, fs in by_record.items():

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from luckrate.core.fields import Field
 from luckrate.core.policy import value_key
 from luckrate.core.step import Step, Trajectory
 from luckrate.core.suggest import signals
@@ -187,7 +188,8 @@ def _call(tool: ToolTally, step: Step, content: bool) -> None:
     if step.result is None or step.failed:
         return
     tool.results += 1
-    shape = signals.result_shape(step.result)
+    parsed = signals.result_fields(step.result)
+    shape = signals.result_shape(step.result, parsed)
     tool.sentences += shape.sentences
     tool.markup += shape.markup
     tool.structured += shape.structured
@@ -198,11 +200,11 @@ def _call(tool: ToolTally, step: Step, content: bool) -> None:
         if len(tool.sentence_fields) < MAX_FIELDS or name in tool.sentence_fields:
             tool.sentence_fields[name] += 1
     if shape.sentences:
-        _senders(tool, step.result)
+        _senders(tool, parsed)
 
 
-def _senders(tool: ToolTally, result: str) -> None:
-    for name, address, checksum, text in signals.senders(result):
+def _senders(tool: ToolTally, parsed: list[Field]) -> None:
+    for name, address, checksum, text in signals.senders(parsed):
         sender = tool.senders.get((name, address))
         if sender is None:
             if len(tool.senders) >= MAX_SENDERS:
