@@ -198,7 +198,7 @@ def _read(suite: str | None) -> list[tuple[Trajectory, dict[str, Any]]]:
                     (traj,) = read_otlp_json(line, label["trace_id"])
                     runs.append((traj, label))
         if suite in (None, DELEGATED_SUITE) and DELEGATED_SUITE in SPECS:
-            runs.extend(delegated_runs(DELEGATED))
+            runs.extend(delegated_runs(DELEGATED_AT[0]))
         _READ[suite] = runs
     return _READ[suite]
 
@@ -207,14 +207,15 @@ DELEGATED_SUITE = "delegated"
 """The shared delegated-task set's suite name here (AgentDyn's dailylife, recorded real model runs)."""
 DELEGATED = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "delegated-tasks"
 """Where the delegated-task set lies beside the checkout (``--delegated`` points elsewhere)."""
+DELEGATED_AT: list[Path] = []
+"""The set ``use_delegated`` found, read by ``_read``."""
 
 
 def use_delegated(root: Path) -> bool:
     """Add the delegated-task set at ``root`` (its ``spec.py``, ``otlp.tgz``) as a fifth suite; False when absent."""
-    global DELEGATED  # a benchmark script's setting, chosen once from the command line
     if not (root / "spec.py").exists() or not (root / "otlp.tgz").exists():
         return False
-    DELEGATED = root
+    DELEGATED_AT[:] = [root]
     raw = runpy.run_path(str(root / "spec.py"))["SPECS"]
     (spec,) = raw.values()
     SPECS[DELEGATED_SUITE] = Spec.from_dict(spec, DELEGATED_SUITE)
