@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import grpc
@@ -25,12 +24,11 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from luckrate.core.spec import load_specs
 from luckrate.service.app import build
-from luckrate.service.config import Endpoint, ServiceConfig
+from luckrate.service.config import Endpoint
 from tests.scenarios import BY_NAME
-from tests.service.harness import SPEC, parse_metrics, post, total, wait_until
+from tests.service.harness import LIMIT, SPEC, config, parse_metrics, post, total, wait_until
 
 PROTO = "application/x-protobuf"
-LIMIT = 64 * 1024
 TOKEN = "t0ken"
 DATA = Path(__file__).resolve().parents[1] / "testdata" / "openai-v2"
 
@@ -45,23 +43,6 @@ def capture(name: str, mode: str) -> tuple[ExportTraceServiceRequest, ExportLogs
 
 def n_records(req: ExportLogsServiceRequest) -> int:
     return sum(len(sl.log_records) for rl in req.resource_logs for sl in rl.scope_logs)
-
-
-def config(**over) -> ServiceConfig:
-    loop = Endpoint("127.0.0.1", 0)
-    return replace(
-        ServiceConfig(
-            spec=str(SPEC),
-            grpc=loop,
-            http=loop,
-            prometheus=loop,
-            viewer=loop,
-            root_grace=0.05,
-            max_request_bytes=LIMIT,
-            workers=1,
-        ),
-        **over,
-    )
 
 
 @pytest.fixture
