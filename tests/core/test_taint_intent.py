@@ -558,3 +558,65 @@ def test_instructions_are_read_in_the_text_leading_up_to_the_value(text, familie
     at = folded.find("x@y.test")
     assert intent.cues(folded[max(0, at - intent.INSTRUCTION_WINDOW) : at]) == families
     assert intent.instructs([text], ("x@y.test",)) is (families >= intent.INSTRUCTION_CUES)
+
+
+_CUE_TEXT = st.lists(
+    st.sampled_from(
+        [
+            "ai",
+            "AI",
+            "said",
+            "email",
+            "gpt-4o",
+            "assistant",
+            "your",
+            "your task",
+            "task",
+            "tasks",
+            "gave",
+            "you",
+            "given to you",
+            "system",
+            "system_message",
+            "admin-mode",
+            "developer",
+            "prompt",
+            "do not",
+            "don't",
+            "without",
+            "tell",
+            "asking",
+            "mention",
+            "ignore",
+            "previous",
+            "instructions",
+            "rules",
+            "important",
+            "!!!",
+            "!",
+            "_ai_",
+            "ai2",
+            "(ai)",
+            ".",
+            " ",
+            "\n",
+            "ıgnore",
+            "İ",
+            "ß",
+            "Straße",
+        ]
+    ),
+    max_size=14,
+).map(" ".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_CUE_TEXT, st.integers(min_value=1, max_value=7))
+def test_the_cue_prefilter_never_hides_a_family_its_pattern_finds(text, enough):
+    # The substring prefilter (each family's words, "ai" only as a word) exists for speed: it must rule out only
+    # windows where the family's own pattern finds nothing, or a cue would go unread.
+    from luckrate.core import intent
+
+    folded = text.casefold()
+    expected = sum(1 for cue in intent._INSTRUCTION_CUES if cue.search(folded))
+    assert intent._cues(folded, enough) == min(expected, enough)

@@ -267,6 +267,7 @@ class SourceIndex:
         self._called_tokens: dict[int, frozenset[str]] = {}
         self._found: dict[tuple[str, int], tuple[frozenset[str], tuple[int, ...]]] = {}
         self._name_sets: dict[frozenset[str], frozenset[str]] = {}
+        self._folded_texts: dict[int, str] = {}
 
     def add(self, source: str, text: str, step: int | None = None, args: Any = None) -> None:
         """Add a source; ``args`` are the producing call's arguments (for echoes and designation)."""
@@ -295,6 +296,15 @@ class SourceIndex:
             hit = self._found[cache_key] = (self.names(positions), tuple(positions))
         return hit
 
+    def tokens_before(self, key: str, before: int) -> Sequence[int]:
+        """``tokens_of(key)`` among the sources before position ``before`` only (while scanning, the later
+        sources are not searched)."""
+        if self._tokens is None and self._scanned <= SCAN_FACTOR * self._chars:
+            found: Sequence[int] = self._scan(key, before)  # may hold later ones, scanned for earlier
+        else:
+            found = self.tokens_of(key)
+        return found if not found or found[-1] < before else found[: bisect.bisect_left(found, before)]
+
     def tokens_of(self, key: str) -> Sequence[int]:
         """The positions (ascending) of the sources holding ``key`` as a plain token; do not modify.
 
@@ -313,9 +323,9 @@ class SourceIndex:
             self._tokens_upto = len(self._sources)
         return self._tokens.get(key, _NONE)
 
-    def _scan(self, key: str) -> list[int]:
+    def _scan(self, key: str, before: int | None = None) -> list[int]:
         found, upto = self._scans.get(key) or ([], 0)
-        total = len(self._folded)
+        total = len(self._folded) if before is None else min(before, len(self._folded))
         if upto < total:
             if _CUT_OR_SPACE.search(key) is None and key:  # a key with a cut in it is in no token
                 folded = self._folded
@@ -444,6 +454,13 @@ class SourceIndex:
         """The text of source ``position``."""
         return self._sources[position][2]
 
+    def folded(self, position: int) -> str:
+        """The text of source ``position``, case-folded (folded once per source, when first asked)."""
+        text = self._folded_texts.get(position)
+        if text is None:
+            text = self._folded_texts[position] = self._sources[position][2].casefold()
+        return text
+
     def designated_records(self, pointed: Callable[[frozenset[str]], bool]) -> list[Origin]:
         """One origin per record of every tool result whose call ``pointed(values given)`` accepts."""
         out: list[Origin] = []
@@ -563,14 +580,11 @@ class Provenance(list[Argument]):
         user_text: str,
         agents: frozenset[str] = frozenset(),
         steps: Sequence[Step] = (),
-        clocked: bool = False,
     ) -> None:
         super().__init__(arguments)
         self.steps = steps
         """The run's steps (``steps[i].index == i``): what each call was given (taint's evidence reads what a
         privileged call operates on). The trajectory's own tuple, not a copy."""
-        self.clocked = clocked
-        """The steps carry real start times (``run_days`` reads them)."""
         self.agents = agents
         """The names of the run's agents (the run's and each step's): known to the system that runs them."""
         self.sources = sources
@@ -580,6 +594,9 @@ class Provenance(list[Argument]):
         self.judged: tuple[Any, list[Any]] | None = None
         """Taint's judgement of each privileged argument and the spec it was made under, worked out once per run
         (``grounding.judgements``); None until then."""
+        self.unwritten: list[tuple[Argument, tuple[bool, str | None]]] | None = None
+        """The arguments no source holds as written, each with how the sources hold it (``grounding``'s
+        ``_unwritten``), worked out once per run on first use; None until then."""
         self.request: Request | None = None
         """What the user's input asks for, worked out on first use by ``intent.Request.of``; None until then."""
         self._run_days: frozenset[str] | None = None
@@ -591,7 +608,8 @@ class Provenance(list[Argument]):
         """The run's own dates (ISO, UTC) from its clock: the days its steps started on; empty without a clock
         (worked out on first use: most runs never ask)."""
         if self._run_days is None:
-            times = {step.t for step in self.steps} if self.clocked else set()
+            clocked = any(s.t > 0.0 or s.duration > 0.0 for s in self.steps)  # as Trajectory.has_clock
+            times = {step.t for step in self.steps} if clocked else set()
             self._run_days = frozenset(filter(None, map(_day, times)))
         return self._run_days
 
@@ -659,7 +677,7 @@ def trace(
         if step.result is not None:
             index.add(source_name(step.tool), step.result, step.index, step.args)
     agents = frozenset(a for a in (traj.agent, *(step.agent for step in traj.steps)) if a)
-    return Provenance(found, index, "\n".join(traj.inputs), agents, traj.steps, traj.has_clock)
+    return Provenance(found, index, "\n".join(traj.inputs), agents, traj.steps)
 
 
 def _day(t: float) -> str | None:

@@ -136,10 +136,6 @@ def _phase(reads: str) -> tuple[tuple[str, Any], ...]:
     return tuple((c.name, c.run) for c in REGISTRY if c.reads == reads)
 
 
-def _needing(what: str) -> frozenset[str]:
-    return frozenset(c.name for c in REGISTRY if what in c.needs)
-
-
 CHECKS = _phase(STEPS)
 """``(name, check)`` of the checks that read the steps themselves."""
 PROVENANCE_CHECKS = _phase(PROVENANCE)
@@ -147,17 +143,7 @@ PROVENANCE_CHECKS = _phase(PROVENANCE)
 TRACED_CHECKS = _phase(BOTH)
 """``(name, check)`` of the checks that read both the steps and the provenance."""
 
-NEEDS_CONTENT = _needing(CONTENT)
-"""Checks that compare argument values: skipped when the source recorded no content."""
-NEEDS_INPUT = _needing(INPUT)
-"""Checks that need the user's input as a source: skipped when the source recorded none, because
-without it every user-supplied value would look ungrounded, or tainted where an untrusted tool echoed it."""
-NEEDS_CLOCK = _needing(CLOCK)
-"""Checks that need real timestamps: skipped when the source has no clock."""
-NEEDS_MESSAGES = _needing(MESSAGES)
-"""Checks that need the conversation's messages placed among the steps: skipped when the source recorded none."""
-NEEDS_TURNS = _needing(TURNS)
-"""Checks that need which model turn issued each call: skipped when the source does not record it."""
-
+NEEDS: dict[str, frozenset[str]] = {c.name: c.needs for c in REGISTRY}
+"""Every check's needs of the source (``core/grade.py`` skips a check whose source lacks one)."""
 DECLARED_BY: dict[str, Callable[[Spec], bool]] = {c.name: c.declared_by for c in REGISTRY if c.declared_by}
 """Checks that only a spec key turns on: a spec without it neither runs them nor lists them as skipped."""

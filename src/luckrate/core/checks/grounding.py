@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import fnmatch
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -68,8 +69,8 @@ def ungrounded(prov: Provenance, spec: Spec) -> Iterator[Violation]:
     framework lists them to the model, in no source the trace records) is known, not invented; a value
     the sources hold in another form or in parts is not invented either (``composed`` reports the
     latter; core/composition.py)."""
-    for arg in prov:
-        if _unwritten(arg, prov) == (False, None):
+    for arg, found in _unwritten_args(prov):
+        if found == (False, None):
             yield Violation(
                 "ungrounded",
                 spec.severity("ungrounded"),
@@ -83,9 +84,8 @@ def composed(prov: Provenance, spec: Spec) -> Iterator[Violation]:
     """An argument no source holds as written, built from what the earlier sources hold: a date from
     its month or day, a sum of two amounts, an address from a name and a domain, a path from its parts
     (core/composition.py). A different fact from an invented value: shown, apart from ``ungrounded``."""
-    for arg in prov:
-        found = _unwritten(arg, prov)
-        how = found[1] if found else None
+    for arg, found in _unwritten_args(prov):
+        how = found[1]
         if how is not None:
             yield Violation(
                 "composed",
@@ -94,6 +94,18 @@ def composed(prov: Provenance, spec: Spec) -> Iterator[Violation]:
                 arg.tool,
                 f"argument {arg.path}={arg.value!r} appears in no earlier source as written; it is {how}",
             )
+
+
+def _unwritten_args(prov: Provenance) -> list[tuple[Argument, tuple[bool, str | None]]]:
+    """Every argument ``_unwritten`` answers for, with its answer: worked out once per run (``ungrounded`` and
+    ``composed`` both read it; in most runs every argument is found and the list is empty)."""
+    if prov.unwritten is None:
+        prov.unwritten = [
+            (arg, found)
+            for arg in prov
+            if not arg.sources and not arg.embedded and (found := _unwritten(arg, prov)) is not None
+        ]
+    return prov.unwritten
 
 
 def _unwritten(arg: Argument, prov: Provenance) -> tuple[bool, str | None] | None:
@@ -141,10 +153,9 @@ def judgements(prov: Provenance, spec: Spec) -> list[tuple[Argument, Judgement]]
 def _flows(prov: Provenance, spec: Spec, tier: str) -> Iterator[Violation]:
     if not spec.taint_declared:
         return
-    unrecorded = not prov.user_text.strip()
-    for arg, judged in judgements(prov, spec):
-        if judged.tier != tier:
-            continue
+    flows = [(arg, judged) for arg, judged in judgements(prov, spec) if judged.tier == tier]
+    unrecorded = bool(flows) and not prov.user_text.strip()
+    for arg, judged in flows:
         bad = sorted({o.source for o in judged.origins})
         what = (
             f"argument {arg.path} contains {arg.value!r}, which"
@@ -213,8 +224,7 @@ def judge(arg: Argument, prov: Provenance, spec: Spec) -> Judgement:
     """Decide one argument of a privileged call, following the module docstring's order."""
     if USER in arg.sources:
         return Judgement(None, "supplied by the user")
-    untrusted = {source_name(tool) for tool in spec.untrusted}
-    if arg.sources.isdisjoint(untrusted):
+    if arg.sources.isdisjoint(_untrusted_sources(spec)):
         return Judgement(None, "no untrusted source" if arg.sources else "in no source (ungrounded)")
     origins = [o for o in prov.origins(arg) if not o.echo]
     if not origins:
@@ -240,6 +250,12 @@ def judge(arg: Argument, prov: Provenance, spec: Spec) -> Judgement:
     strong = _strong(evidence, recorded=bool(prov.user_text.strip()))
     where = ", ".join(_where(o) for o in bad)
     return Judgement(TAINT if strong else UNTRUSTED_FLOW, f"only in untrusted {where}", tuple(bad), evidence)
+
+
+@functools.lru_cache(maxsize=256)
+def _untrusted_sources(spec: Spec) -> frozenset[str]:
+    """The source names of the spec's untrusted tools (once per spec, by value: a spec is immutable)."""
+    return frozenset(source_name(tool) for tool in spec.untrusted)
 
 
 def _strong(evidence: tuple[Evidence, ...], recorded: bool) -> bool:
