@@ -34,7 +34,7 @@ from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
 from luckrate.core.step import Trajectory
 from tests.frameworks import langgraph_agent, openai_agents, pydantic_ai_agent, smolagents_agent
-from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Scenario
+from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Ask, Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTDATA = ROOT / "tests" / "testdata"
@@ -203,6 +203,12 @@ TASK_SOURCES = {"crewai+openinference": otlp_capture("crewai-openinference")}
 """CrewAI under OpenInference: no span records the user's words; the task's description (in the task span's
 output) is the request, as for CrewAI's events. No span carries a call id."""
 
+MODEL_CLIENT_CONTENT = {f"autogen+{m}": otlp_capture("autogen", m) for m in ("openinference", "openai-v2")}
+"""AutoGen with content, as deployed: autogen-core's own spans (names and call ids only) with an
+instrumentation of the model client underneath that records the content: OpenInference's AutoGen
+instrumentation (a TOOL span of its own around each of autogen-core's ``execute_tool`` spans, and the model's
+messages) or the contrib openai-v2 instrumentation (the model's messages only), content on and off."""
+
 SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "langgraph-messages": langgraph_messages,
     "langgraph+openinference": langgraph_openinference,
@@ -216,6 +222,7 @@ SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     **TOOL_CLASS_NAMES,
     **TASK_SOURCES,
     **FRAMEWORK_ROOT,
+    **MODEL_CLIENT_CONTENT,
 }
 
 
@@ -537,3 +544,31 @@ def test_llama_index_workflow_of_three_agents_same_verdict(scenario, content):
     handoff = {v.check for v in g.violations if v.tool == "handoff"}
     assert handoff == (set() if content else {"unknown_tool"})
     assert any(s.startswith("taint (") for s in g.skipped) is (not content)
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "nocontent"])
+@pytest.mark.parametrize("scenario", SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP,), ids=lambda s: s.name)
+@pytest.mark.parametrize("source", MODEL_CLIENT_CONTENT)
+def test_autogen_with_content_is_one_step_per_call(source, scenario, content):
+    # Under OpenInference every call was two steps (its TOOL span and autogen-core's execute_tool span inside
+    # it), so a clean run read as `before` and a failing loop as repeats; and with content on, taint and the
+    # repeat of a failing tool were missed. The two spans of one call are one step, its call id from either.
+    traj = MODEL_CLIENT_CONTENT[source](scenario, content=content)
+    assert (traj.agent, traj.content) == ("support_agent", content)
+    assert [(s.tool, s.call_id, s.agent, s.failed) for s in traj.steps] == [
+        (c.tool, f"call_{i}_{n}", "support_agent", c.error is not None)
+        for i, turn in enumerate(scenario.turns)
+        if not isinstance(turn, Ask)
+        for n, c in enumerate(turn)
+    ]
+    if content:
+        replies = tuple(t.reply for t in scenario.turns if isinstance(t, Ask))
+        assert traj.input == ((scenario.user, *replies) if replies else scenario.user)
+        assert [(s.args, s.result) for s in traj.steps][:1] == [(scenario.calls[0].args, _result(scenario.calls[0]))]
+    found = {(v.check, v.tool) for v in grade(traj, SPEC).violations}
+    blind = set() if content else {"taint", "confirm", "before"}
+    assert found == {p for p in scenario.expected if p[0] not in blind}
+
+
+def _result(call):
+    return call.result if call.error is None else call.error

@@ -135,21 +135,25 @@ class _Assembly:
         return rec if isinstance(self.roles[rec.span_id], (ToolRole, AgentRole)) else None
 
     def _outermost(self, rec: SpanRecord) -> SpanRecord:
-        """The tool span whose call an MCP span describes: its nearest enclosing tool span, walked up
-        while that is an MCP span too (a server span under the client span under a framework's tool
-        span are one call). An agent span in between ends the walk: an agent run inside a tool (an
-        agent used as a tool) makes calls of its own. Any other span describes its own call."""
+        """The tool span whose call a span describes again: an MCP span's nearest enclosing tool span, walked
+        up while that is an MCP span too (a server span under the client span under a framework's tool span
+        are one call); and a tool span whose nearest enclosing tool span names the same tool (two
+        instrumentations of one framework each recording the call: OpenInference's AutoGen TOOL span around
+        autogen-core's own ``execute_tool`` span). An agent span in between ends the walk: an agent run
+        inside a tool (an agent used as a tool) makes calls of its own. Any other span describes its own call."""
         node = rec
-        while self._tools[node.span_id].mcp:
+        while True:
             up = self.tree.nearest(node, self._tool_or_agent, self._tool_memo)
             if up is None or not isinstance(self.roles[up.span_id], ToolRole):
+                break
+            if not self._tools[node.span_id].mcp and self._tools[up.span_id].name != self._tools[node.span_id].name:
                 break
             node = up
         return node
 
     def _tool_calls(self) -> tuple[list[Call], bool]:
-        """One call per tool span, the MCP spans of a call merged into the span they describe (its identity,
-        their content where it recorded none, a failure from any). The tool's name is the first any of
+        """One call per tool span, the spans that describe it again (``_outermost``) merged into it (its
+        identity, their content and call id where it recorded none, a failure from any). The tool's name is the first any of
         them names: the MCP SDK's client span names none in an attribute, its server span does."""
         groups: dict[bytes, list[SpanRecord]] = {}
         for rec in self._spans(ToolRole):
@@ -273,9 +277,9 @@ def _failure(rec: SpanRecord) -> str | None:
 
 
 def _merge(outer: Call, mcp: Call) -> Call:
-    """One step for a tool span and an MCP span of the same call (the client span under a framework's tool
-    span, the server span under the client span): the outer span's identity, the MCP span's content where
-    the outer recorded none, a failure from either."""
+    """One step for two spans of the same call (an MCP client span under a framework's tool span, the server
+    span under the client span; a second instrumentation's span of the same tool): the outer span's identity,
+    the inner span's content and call id where the outer recorded none, a failure from either."""
     from dataclasses import replace
 
     if not outer.args_captured and mcp.args_captured:
