@@ -572,3 +572,20 @@ def test_autogen_with_content_is_one_step_per_call(source, scenario, content):
 
 def _result(call):
     return call.result if call.error is None else call.error
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "nocontent"])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_a_hand_off_to_an_agent_that_only_answers_is_a_hand_off(scenario, content):
+    # A clean two-agent run read as bad: support_agent makes every call, then hands the run to reply_agent,
+    # which only writes the answer. With no later step by reply_agent the hand-off was `unknown_tool` and its
+    # to_agent `ungrounded`. The agent ran (its spans are recorded): a call naming it hands the run to it.
+    traj = otlp_capture("llama-index", "reply")(scenario, content=content)
+    assert [s.tool for s in traj.steps] == [c.tool for c in scenario.calls] + ["handoff"]
+    found = {(v.check, v.tool) for v in grade(traj, SPEC).violations}
+    if content:
+        assert traj.agents == ("support_agent", "reply_agent")
+        assert found == scenario.expected
+    else:  # no agent is named with content off: nothing tells the hand-off from any other tool
+        assert traj.agents == ()
+        assert found == {p for p in scenario.expected if p[0] != "taint"} | {("unknown_tool", "handoff")}

@@ -658,7 +658,7 @@ def trace(
                     found.append(_lookup(index, step, path, text, embedded, deep)._replace(whole=value))
         if step.result is not None:
             index.add(source_name(step.tool), step.result, step.index, step.args)
-    agents = frozenset(a for a in (traj.agent, *(step.agent for step in traj.steps)) if a)
+    agents = frozenset(a for a in (traj.agent, *traj.agents, *(step.agent for step in traj.steps)) if a)
     return Provenance(found, index, "\n".join(traj.inputs), agents, traj.steps, traj.has_clock)
 
 

@@ -109,7 +109,15 @@ class _Assembly:
             content=content,
             messages=messages,
             model_turns=model_turns(joined, self._spans(ModelRole)) or event_turns(joined, others),
+            agents=self._agents(),
         )
+
+    def _agents(self) -> tuple[str, ...]:
+        """The named agents that ran, each once, in the order they started."""
+        named = sorted(
+            (r.start_ns, r.span_id, name) for r in self._spans(AgentRole) if (name := self._agent_name(r)) is not None
+        )
+        return tuple(dict.fromkeys(name for _, _, name in named))
 
     def _inputs(self, rec: SpanRecord) -> list[Message] | None:
         """``input_messages(rec)``, parsed once: the responses, the input and the conversation all read it."""
