@@ -589,3 +589,21 @@ def test_a_hand_off_to_an_agent_that_only_answers_is_a_hand_off(scenario, conten
     else:  # no agent is named with content off: nothing tells the hand-off from any other tool
         assert traj.agents == ()
         assert found == {p for p in scenario.expected if p[0] != "taint"} | {("unknown_tool", "handoff")}
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "nocontent"])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_a_crew_delegating_to_a_coworker_that_only_answers(scenario, content):
+    # A clean CrewAI run with delegation read as bad: Support Agent's call of CrewAI's own "Delegate work to
+    # coworker" tool was unknown_tool. The coworker runs inside that tool with no AGENT span of its own; the
+    # crew's kickoff span lists it (crew_agents), and the call names it (coworker=...): a hand-off.
+    traj = otlp_capture("crewai-openinference", "delegation")(scenario, content=content)
+    assert traj.agents == ("Support Agent", "Reply Agent")
+    assert [s.tool for s in traj.steps] == [c.tool for c in scenario.calls] + ["Delegate work to coworker"]
+    found = {(v.check, v.tool) for v in grade(traj, SPEC).violations}
+    if content:
+        assert found == scenario.expected
+    else:  # the coworker's name is an argument, hidden with content off
+        assert found == {p for p in scenario.expected if p[0] != "taint"} | {
+            ("unknown_tool", "Delegate work to coworker")
+        }

@@ -13,7 +13,7 @@ from luckrate.adapters.otlp.join import Call, Response, join, requests_from
 from luckrate.adapters.otlp.messages import Message, user_texts
 from luckrate.adapters.otlp.output import OutputRule, output_ok
 from luckrate.adapters.otlp.payloads import parse_args, result_text
-from luckrate.adapters.otlp import traceloop
+from luckrate.adapters.otlp import crewai_openinference, traceloop
 from luckrate.adapters.otlp.roles import AgentRole, ChainRole, ModelRole, Role, ToolRole
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.adapters.otlp.tree import Tree
@@ -113,11 +113,13 @@ class _Assembly:
         )
 
     def _agents(self) -> tuple[str, ...]:
-        """The named agents that ran, each once, in the order they started."""
+        """The named agents that ran, each once, in the order they started; then those a crew lists that ran
+        with no span of their own (a CrewAI coworker delegated to)."""
         named = sorted(
             (r.start_ns, r.span_id, name) for r in self._spans(AgentRole) if (name := self._agent_name(r)) is not None
         )
-        return tuple(dict.fromkeys(name for _, _, name in named))
+        listed = [role for r in self._spans(ChainRole) for role in crewai_openinference.crew_agents(r)]
+        return tuple(dict.fromkeys([*(name for _, _, name in named), *listed]))
 
     def _inputs(self, rec: SpanRecord) -> list[Message] | None:
         """``input_messages(rec)``, parsed once: the responses, the input and the conversation all read it."""
