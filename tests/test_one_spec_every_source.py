@@ -130,6 +130,7 @@ OTLP_SOURCES = {
     "pydantic-ai-v1": otlp_capture("pydantic-ai", "v1"),  # pydantic-ai 1.x only: captured
     **{f"pydantic-ai-v{v}": pydantic_ai_live(v) for v in pydantic_ai_agent.VERSIONS},
     "vercel-ai-sdk": otlp_capture("vercel-ai"),
+    "vercel-ai-sdk+traceloop-node": otlp_capture("vercel-ai-traceloop"),  # Traceloop's Node SDK span processor
     "langchainjs+openinference": otlp_capture("langchainjs"),
     **{f"google-adk-{m}": otlp_capture("google-adk", m) for m in ("v1", "v2", "v2-experimental")},
     "llama-index+openinference": otlp_capture("llama-index"),
@@ -607,3 +608,67 @@ def test_a_crew_delegating_to_a_coworker_that_only_answers(scenario, content):
         assert found == {p for p in scenario.expected if p[0] != "taint"} | {
             ("unknown_tool", "Delegate work to coworker")
         }
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "nocontent"])
+@pytest.mark.parametrize("source", MODEL_CLIENT_CONTENT)
+def test_autogen_tools_answering_with_error_objects_fail(source, content):
+    # The failing loop again, each failure returned as {"error": "RuntimeError: ..."} instead of raised, so
+    # AutoGen and its spans see successes. With content the result is nothing but an error object: a failed
+    # call, a failing loop (not a repeat); without content nothing says so.
+    path = otlp_file("autogen", "error_objects", source.split("+")[1], content)
+    traj = _one(read_otlp(path.read_bytes(), str(path)))
+    assert [s.tool for s in traj.steps] == [c.tool for c in FAILING_LOOP.calls]
+    assert [s.failed for s in traj.steps] == [content and c.error is not None for c in FAILING_LOOP.calls]
+    found = {(v.check, v.tool) for v in grade(traj, SPEC).violations}
+    assert found == (FAILING_LOOP.expected if content else set())
+
+
+NEW_CAPTURES = sorted(
+    p
+    for pattern in (
+        "autogen/*.openinference*.otlp",
+        "autogen/*.openai-v2*.otlp",
+        "llama-index/*.reply*.otlp",
+        "crewai-openinference/*.delegation*.otlp",
+        "vercel-ai-traceloop/*.otlp",
+        "semantic-kernel/*.logs.semantic-kernel.traces.otlp",
+    )
+    for p in TESTDATA.glob(pattern)
+)
+
+
+def test_a_batch_of_these_captures_with_a_non_agent_trace_is_graded_and_the_trace_skipped(capsys):
+    # Every capture of these frameworks in one `luckrate grade`, beside the MCP SDK's one-span
+    # notifications/initialized trace: the runs are graded, that trace is skipped and counted, not refused.
+    import json
+
+    from luckrate.cli import main
+
+    notification = str(TESTDATA / "mcp" / "initialized.sdk.mcp.otlp")
+    files = [str(p) for p in NEW_CAPTURES]
+    code = main(
+        ["grade", "--spec", str(ROOT / "examples" / "spec.py"), "--format", "otlp", "--json", *files, notification]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1  # the gate fails on the hard findings of the bad scenarios
+    assert len(report["runs"]) == len(files)
+    assert report["skipped"]["traces"] == 1 and report["skipped"]["files"] == {notification: 1}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        p
+        for p in NEW_CAPTURES
+        if p.name.startswith(("clean.", "user_supplied."))
+        and ".nocontent." not in p.name
+        and "semantic-kernel" not in p.parts
+    ],
+    ids=lambda p: p.name,
+)
+def test_no_clean_run_of_these_captures_is_bad(path):
+    # With content, `composed` and `ungrounded` included: a value the model composed or took from nowhere
+    # would show here (content off is graded in the tests above, hand-offs warning where no agent is named).
+    g = grade(_one(read_otlp(path.read_bytes(), str(path))), SPEC)
+    assert g.path_ok and not g.violations, g.violations

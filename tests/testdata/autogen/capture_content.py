@@ -16,7 +16,8 @@ Modes (``MODES``), each in its own process (the instrumentations read their sett
   ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY``); content off: the variable unset.
 
 A tool that raises is caught by AutoGen and sent to the model as ``FunctionExecutionResult(is_error=True)``
-whose content is the exception's text. See README.md; each output file is one serialized
+whose content is the exception's text. ``error_objects``: ``failing_loop`` with the failing tool answering
+``{"error": "RuntimeError: ..."}`` instead of raising (``ErrorObjects``), which AutoGen takes for a success. See README.md; each output file is one serialized
 ExportTraceServiceRequest.
 """
 
@@ -89,9 +90,20 @@ def completion(scenario: Scenario, body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def _run(scenario: Scenario, url: str) -> None:
+class ErrorObjects(ScriptedTools):
+    """The scenario's tools, a failing call answering with an error object instead of raising
+    (``{"error": "RuntimeError: <message>"}``, as many tools report a failure): AutoGen then sees a success."""
+
+    def answer(self, tool: str) -> str:
+        try:
+            return super().answer(tool)
+        except RuntimeError as e:
+            return json.dumps({"error": f"RuntimeError: {e}"})
+
+
+async def _run(scenario: Scenario, url: str, error_objects: bool = False) -> None:
     client = OpenAIChatCompletionClient(model="gpt-4o", base_url=f"{url}/v1", api_key="unused-offline", max_retries=0)
-    scripted = ScriptedTools(scenario)
+    scripted = (ErrorObjects if error_objects else ScriptedTools)(scenario)
 
     async def cancel_order(order_id: str) -> str:
         """Cancel an order."""
@@ -112,18 +124,19 @@ async def _run(scenario: Scenario, url: str) -> None:
             await agent.run(task=turn.reply)
 
 
-def capture(scenario: Scenario, mode: str, content: bool) -> None:
+def capture(scenario: Scenario, mode: str, content: bool, error_objects: bool = False) -> None:
     server = JsonServer(lambda body: completion(scenario, body))
     try:
         EXPORTER.clear()
         with PROVIDER.get_tracer("luckrate.capture").start_as_current_span(
             f"eval {scenario.name}", attributes={"luckrate.output_ok": True}
         ):
-            asyncio.run(_run(scenario, server.url))
+            asyncio.run(_run(scenario, server.url, error_objects))
     finally:
         server.close()
     spans = EXPORTER.get_finished_spans()
-    stem = f"{scenario.name}.{mode}{'' if content else '.nocontent'}.autogen"
+    name = "error_objects" if error_objects else scenario.name
+    stem = f"{name}.{mode}{'' if content else '.nocontent'}.autogen"
     (OUT / f"{stem}.otlp").write_bytes(encode_spans(spans).SerializeToString())
     print(f"{stem}.otlp: {len(spans)} spans")
 
@@ -139,6 +152,7 @@ def main(mode: str, content: bool) -> None:
         OpenAIInstrumentor().instrument(tracer_provider=PROVIDER)
     for s in SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP,):
         capture(s, mode, content)
+    capture(FAILING_LOOP, mode, content, error_objects=True)
 
 
 if __name__ == "__main__":

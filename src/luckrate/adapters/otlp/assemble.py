@@ -21,7 +21,7 @@ from luckrate.adapters.otlp.turns import conversation, event_turns, model_turns
 from luckrate.core.step import USER, Step, Trajectory
 from luckrate.core.step import Message as StepMessage
 
-_NAMES = sorted((c.name for c in CONVENTIONS), key=str.lower)
+_NAMES = sorted({c.name for c in CONVENTIONS}, key=str.lower)  # a convention may have two readers
 _KNOWN = ", ".join(_NAMES[:-1]) + " or " + _NAMES[-1] if len(_NAMES) > 1 else _NAMES[0]
 ERROR = 2  # OTLP Status.StatusCode.STATUS_CODE_ERROR; OK (1) and UNSET (0) are both success
 
