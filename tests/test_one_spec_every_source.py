@@ -195,6 +195,10 @@ TOOL_CLASS_NAMES = {"langchainjs+traceloop-node": otlp_capture("langchainjs-trac
 ``execute_tool DynamicStructuredTool``): the tool's name comes from the ToolMessage it returned or the
 model's request, both content; with content off the steps keep the class name."""
 
+NODE_SDK_CONTENT_OFF = {"langchainjs+traceloop-node-sdk": otlp_capture("langchainjs-traceloop", "sdk-nocontent")}
+"""LangGraph.js under Traceloop's Node SDK itself (``traceloop.initialize({traceContent: false})``): the SDK does
+not pass the setting to its LangChain instrumentation, so the spans keep their content (tool names resolve)."""
+
 FRAMEWORK_ROOT = {"mastra": otlp_capture("mastra")}
 """Sources whose traces start at the framework's own agent span, so no ``luckrate.output_ok`` is set: Mastra's
 exporter (the run's input and answer on its agent_run span, the model's calls on its model_step spans; no
@@ -224,6 +228,7 @@ SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     **TASK_SOURCES,
     **FRAMEWORK_ROOT,
     **MODEL_CLIENT_CONTENT,
+    **NODE_SDK_CONTENT_OFF,
 }
 
 
