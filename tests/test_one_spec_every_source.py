@@ -677,3 +677,18 @@ def test_no_clean_run_of_these_captures_is_bad(path):
     # would show here (content off is graded in the tests above, hand-offs warning where no agent is named).
     g = grade(_one(read_otlp(path.read_bytes(), str(path))), SPEC)
     assert g.path_ok and not g.violations, g.violations
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "nocontent"])
+@pytest.mark.parametrize("source", MODEL_CLIENT_CONTENT)
+def test_autogen_with_content_reports_an_invented_value(source, content):
+    # An order id nothing in the run holds (the user named none): with content it is `ungrounded`, as on every
+    # source that records the arguments; without, grounding is reported skipped.
+    path = otlp_file("autogen", "invented", source.split("+")[1], content)
+    traj = _one(read_otlp(path.read_bytes(), str(path)))
+    assert [(s.tool, s.args if content else {}) for s in traj.steps] == [
+        ("issue_refund", {"order_id": "ORD-99999", "amount": 129} if content else {})
+    ]
+    g = grade(traj, SPEC)
+    assert (("ungrounded", "issue_refund") in {(v.check, v.tool) for v in g.violations}) is content
+    assert any(s.startswith("ungrounded (") for s in g.skipped) is (not content)

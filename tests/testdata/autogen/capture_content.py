@@ -17,7 +17,8 @@ Modes (``MODES``), each in its own process (the instrumentations read their sett
 
 A tool that raises is caught by AutoGen and sent to the model as ``FunctionExecutionResult(is_error=True)``
 whose content is the exception's text. ``error_objects``: ``failing_loop`` with the failing tool answering
-``{"error": "RuntimeError: ..."}`` instead of raising (``ErrorObjects``), which AutoGen takes for a success. See README.md; each output file is one serialized
+``{"error": "RuntimeError: ..."}`` instead of raising (``ErrorObjects``), which AutoGen takes for a success;
+``invented``: a refund of an order id nothing in the run holds (``INVENTED``). See README.md; each output file is one serialized
 ExportTraceServiceRequest.
 """
 
@@ -43,7 +44,15 @@ from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
-from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Ask, Scenario, ScriptedTools  # noqa: E402
+from tests.scenarios import (  # noqa: E402
+    FAILING_LOOP,
+    POLICY_SCENARIOS,
+    SCENARIOS,
+    Ask,
+    Call,
+    Scenario,
+    ScriptedTools,
+)
 from tests.testdata._capture import JsonServer, model_turn  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
@@ -55,6 +64,13 @@ MODES = {
     "openai-v2": ({**LATEST, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}, LATEST),
 }
 """Mode -> (environment with content on, environment with content off)."""
+INVENTED = Scenario(
+    "invented",
+    "Please refund my last order, I was charged 129.",
+    ((Call("issue_refund", {"order_id": "ORD-99999", "amount": 129}, "refund R-780 issued"),),),
+    "Your refund has been issued.",
+)
+"""The model refunds an order id that nothing in the run holds (the user named none): ``ungrounded``."""
 EXPORTER = InMemorySpanExporter()
 PROVIDER = TracerProvider()
 PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
@@ -153,6 +169,7 @@ def main(mode: str, content: bool) -> None:
     for s in SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP,):
         capture(s, mode, content)
     capture(FAILING_LOOP, mode, content, error_objects=True)
+    capture(INVENTED, mode, content)
 
 
 if __name__ == "__main__":
