@@ -572,7 +572,8 @@ class Provenance(list[Argument]):
         self.clocked = clocked
         """The steps carry real start times (``run_days`` reads them)."""
         self.agents = agents
-        """The names of the run's agents (the run's and each step's): known to the system that runs them."""
+        """The names of the run's agents (the run's, each step's, and every one the source recorded running):
+        known to the system that runs them."""
         self.sources = sources
         """Every source of the run (the user's input, each tool result), indexed by key."""
         self.user_text = user_text

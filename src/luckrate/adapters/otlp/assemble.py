@@ -163,8 +163,8 @@ class _Assembly:
 
     def _tool_calls(self) -> tuple[list[Call], bool]:
         """One call per tool span, the spans that describe it again (``_outermost``) merged into it (its
-        identity, their content and call id where it recorded none, a failure from any). The tool's name is the first any of
-        them names: the MCP SDK's client span names none in an attribute, its server span does."""
+        identity, their content and call id where it recorded none, a failure from any). The tool's name is the
+        first any of them names: the MCP SDK's client span names none in an attribute, its server span does."""
         groups: dict[bytes, list[SpanRecord]] = {}
         for rec in self._spans(ToolRole):
             groups.setdefault(self._outermost(rec).span_id, []).append(rec)
