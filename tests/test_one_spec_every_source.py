@@ -208,11 +208,12 @@ TASK_SOURCES = {"crewai+openinference": otlp_capture("crewai-openinference")}
 """CrewAI under OpenInference: no span records the user's words; the task's description (in the task span's
 output) is the request, as for CrewAI's events. No span carries a call id."""
 
-MODEL_CLIENT_CONTENT = {f"autogen+{m}": otlp_capture("autogen", m) for m in ("openinference", "openai-v2")}
+MODEL_CLIENT_CONTENT = {f"autogen+{m}": otlp_capture("autogen", m) for m in ("openinference", "openai-v2", "traceloop")}
 """AutoGen with content, as deployed: autogen-core's own spans (names and call ids only) with an
 instrumentation of the model client underneath that records the content: OpenInference's AutoGen
 instrumentation (a TOOL span of its own around each of autogen-core's ``execute_tool`` spans, and the model's
-messages) or the contrib openai-v2 instrumentation (the model's messages only), content on and off."""
+messages), the contrib openai-v2 instrumentation or Traceloop's OpenAI instrumentation (the model's messages
+only), content on and off."""
 
 SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "langgraph-messages": langgraph_messages,
@@ -634,6 +635,7 @@ NEW_CAPTURES = sorted(
     for pattern in (
         "autogen/*.openinference*.otlp",
         "autogen/*.openai-v2*.otlp",
+        "autogen/*.traceloop*.otlp",
         "llama-index/*.reply*.otlp",
         "crewai-openinference/*.delegation*.otlp",
         "vercel-ai-traceloop/*.otlp",

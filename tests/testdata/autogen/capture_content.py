@@ -14,6 +14,8 @@ Modes (``MODES``), each in its own process (the instrumentations read their sett
 - ``openai-v2``: the contrib ``opentelemetry-instrumentation-openai-v2`` on the ``openai`` client AutoGen
   calls (chat spans with ``gen_ai.input.messages`` / ``gen_ai.output.messages`` under
   ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY``); content off: the variable unset.
+- ``traceloop``: Traceloop's ``opentelemetry-instrumentation-openai`` (0.62.4) on the same client (content
+  on by default; off with ``TRACELOOP_TRACE_CONTENT=false``).
 
 A tool that raises is caught by AutoGen and sent to the model as ``FunctionExecutionResult(is_error=True)``
 whose content is the exception's text. ``error_objects``: ``failing_loop`` with the failing tool answering
@@ -62,6 +64,7 @@ HIDE = {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true
 MODES = {
     "openinference": ({}, HIDE),
     "openai-v2": ({**LATEST, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}, LATEST),
+    "traceloop": ({"TRACELOOP_TRACE_CONTENT": "true"}, {"TRACELOOP_TRACE_CONTENT": "false"}),
 }
 """Mode -> (environment with content on, environment with content off)."""
 INVENTED = Scenario(
@@ -162,10 +165,14 @@ def main(mode: str, content: bool) -> None:
         from openinference.instrumentation.autogen_agentchat import AutogenAgentChatInstrumentor
 
         AutogenAgentChatInstrumentor().instrument(tracer_provider=PROVIDER)
-    else:
+    elif mode == "openai-v2":
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
         OpenAIInstrumentor().instrument(tracer_provider=PROVIDER)
+    else:  # Traceloop's (OpenLLMetry) instrumentation of the same client: a module of the same name
+        from opentelemetry.instrumentation.openai import OpenAIInstrumentor as TraceloopOpenAI
+
+        TraceloopOpenAI().instrument(tracer_provider=PROVIDER)
     for s in SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP,):
         capture(s, mode, content)
     capture(FAILING_LOOP, mode, content, error_objects=True)
@@ -173,9 +180,9 @@ def main(mode: str, content: bool) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3:
+    if len(sys.argv) == 3 and sys.argv[2] in ("content", "nocontent"):
         main(sys.argv[1], sys.argv[2] == "content")
-    else:
-        for mode, (on, off) in MODES.items():
-            for content, env in (("content", on), ("nocontent", off)):
+    else:  # the modes named (all by default), each setting in a process of its own
+        for mode in sys.argv[1:] or MODES:
+            for content, env in zip(("content", "nocontent"), MODES[mode]):
                 subprocess.run([sys.executable, __file__, mode, content], env={**os.environ, **env}, check=True)
