@@ -143,6 +143,25 @@ def test_convert_round_trips(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines() == lines
 
 
+def test_convert_keeps_the_agents_a_hand_off_is_read_by(tmp_path, capsys):
+    # A converted run lost the agents the source recorded, so a hand-off to an agent that made no step (it
+    # only wrote the answer) read as unknown_tool and ungrounded again once the file was graded.
+    otlp = ROOT / "tests" / "testdata" / "llama-index" / "clean.reply.llama-index.otlp"
+    assert main(["convert", str(otlp)]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["agents"] == ["support_agent", "reply_agent"]
+    path = write(tmp_path, "reply.jsonl", line)
+    assert main(["grade", "--spec", SPEC, "--json", path]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["path_ok"] and run["violations"] == []
+
+
+def test_agents_of_the_wrong_type_are_refused(tmp_path, capsys):
+    path = write(tmp_path, "bad.jsonl", json.dumps({"id": "r", "steps": [], "agents": "support_agent"}))
+    assert main(["grade", "--spec", SPEC, path]) == 2
+    assert "'agents' must be a list of non-empty strings" in capsys.readouterr().err
+
+
 TESTDATA = ROOT / "tests" / "testdata"
 FORMAT_FILES = [
     ("otlp", "langgraph/injected.openinference.otlp", "taint"),

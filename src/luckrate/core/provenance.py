@@ -586,7 +586,8 @@ class Provenance(list[Argument]):
         """The run's steps (``steps[i].index == i``): what each call was given (taint's evidence reads what a
         privileged call operates on). The trajectory's own tuple, not a copy."""
         self.agents = agents
-        """The names of the run's agents (the run's and each step's): known to the system that runs them."""
+        """The names of the run's agents (the run's, each step's, and every one the source recorded running):
+        known to the system that runs them."""
         self.sources = sources
         """Every source of the run (the user's input, each tool result), indexed by key."""
         self.user_text = user_text
@@ -676,7 +677,7 @@ def trace(
                     found.append(_lookup(index, step, path, text, embedded, deep)._replace(whole=value))
         if step.result is not None:
             index.add(source_name(step.tool), step.result, step.index, step.args)
-    agents = frozenset(a for a in (traj.agent, *(step.agent for step in traj.steps)) if a)
+    agents = frozenset(a for a in (traj.agent, *traj.agents, *(step.agent for step in traj.steps)) if a)
     return Provenance(found, index, "\n".join(traj.inputs), agents, traj.steps)
 
 

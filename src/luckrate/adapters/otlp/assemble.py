@@ -13,7 +13,7 @@ from luckrate.adapters.otlp.join import Call, Response, join, requests_from
 from luckrate.adapters.otlp.messages import Message, user_texts
 from luckrate.adapters.otlp.output import OutputRule, output_ok
 from luckrate.adapters.otlp.payloads import parse_args, result_text
-from luckrate.adapters.otlp import traceloop
+from luckrate.adapters.otlp import crewai_openinference, traceloop
 from luckrate.adapters.otlp.roles import AgentRole, ChainRole, ModelRole, Role, ToolRole
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.adapters.otlp.tree import Tree
@@ -21,7 +21,7 @@ from luckrate.adapters.otlp.turns import conversation, event_turns, model_turns
 from luckrate.core.step import USER, Step, Trajectory
 from luckrate.core.step import Message as StepMessage
 
-_NAMES = sorted((c.name for c in CONVENTIONS), key=str.lower)
+_NAMES = sorted({c.name for c in CONVENTIONS}, key=str.lower)  # a convention may have two readers
 _KNOWN = ", ".join(_NAMES[:-1]) + " or " + _NAMES[-1] if len(_NAMES) > 1 else _NAMES[0]
 ERROR = 2  # OTLP Status.StatusCode.STATUS_CODE_ERROR; OK (1) and UNSET (0) are both success
 
@@ -109,7 +109,17 @@ class _Assembly:
             content=content,
             messages=messages,
             model_turns=model_turns(joined, self._spans(ModelRole)) or event_turns(joined, others),
+            agents=self._agents(),
         )
+
+    def _agents(self) -> tuple[str, ...]:
+        """The named agents that ran, each once, in the order they started; then those a crew lists that ran
+        with no span of their own (a CrewAI coworker delegated to)."""
+        named = sorted(
+            (r.start_ns, r.span_id, name) for r in self._spans(AgentRole) if (name := self._agent_name(r)) is not None
+        )
+        listed = [role for r in self._spans(ChainRole) for role in crewai_openinference.crew_agents(r)]
+        return tuple(dict.fromkeys([*(name for _, _, name in named), *listed]))
 
     def _inputs(self, rec: SpanRecord) -> list[Message] | None:
         """``input_messages(rec)``, parsed once: the responses, the input and the conversation all read it."""
@@ -135,22 +145,26 @@ class _Assembly:
         return rec if isinstance(self.roles[rec.span_id], (ToolRole, AgentRole)) else None
 
     def _outermost(self, rec: SpanRecord) -> SpanRecord:
-        """The tool span whose call an MCP span describes: its nearest enclosing tool span, walked up
-        while that is an MCP span too (a server span under the client span under a framework's tool
-        span are one call). An agent span in between ends the walk: an agent run inside a tool (an
-        agent used as a tool) makes calls of its own. Any other span describes its own call."""
+        """The tool span whose call a span describes again: an MCP span's nearest enclosing tool span, walked
+        up while that is an MCP span too (a server span under the client span under a framework's tool span
+        are one call); and a tool span whose nearest enclosing tool span names the same tool (two
+        instrumentations of one framework each recording the call: OpenInference's AutoGen TOOL span around
+        autogen-core's own ``execute_tool`` span). An agent span in between ends the walk: an agent run
+        inside a tool (an agent used as a tool) makes calls of its own. Any other span describes its own call."""
         node = rec
-        while self._tools[node.span_id].mcp:
+        while True:
             up = self.tree.nearest(node, self._tool_or_agent, self._tool_memo)
             if up is None or not isinstance(self.roles[up.span_id], ToolRole):
+                break
+            if not self._tools[node.span_id].mcp and self._tools[up.span_id].name != self._tools[node.span_id].name:
                 break
             node = up
         return node
 
     def _tool_calls(self) -> tuple[list[Call], bool]:
-        """One call per tool span, the MCP spans of a call merged into the span they describe (its identity,
-        their content where it recorded none, a failure from any). The tool's name is the first any of
-        them names: the MCP SDK's client span names none in an attribute, its server span does."""
+        """One call per tool span, the spans that describe it again (``_outermost``) merged into it (its
+        identity, their content and call id where it recorded none, a failure from any). The tool's name is the
+        first any of them names: the MCP SDK's client span names none in an attribute, its server span does."""
         groups: dict[bytes, list[SpanRecord]] = {}
         for rec in self._spans(ToolRole):
             groups.setdefault(self._outermost(rec).span_id, []).append(rec)
@@ -273,9 +287,9 @@ def _failure(rec: SpanRecord) -> str | None:
 
 
 def _merge(outer: Call, mcp: Call) -> Call:
-    """One step for a tool span and an MCP span of the same call (the client span under a framework's tool
-    span, the server span under the client span): the outer span's identity, the MCP span's content where
-    the outer recorded none, a failure from either."""
+    """One step for two spans of the same call (an MCP client span under a framework's tool span, the server
+    span under the client span; a second instrumentation's span of the same tool): the outer span's identity,
+    the inner span's content and call id where the outer recorded none, a failure from either."""
     from dataclasses import replace
 
     if not outer.args_captured and mcp.args_captured:

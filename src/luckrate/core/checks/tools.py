@@ -37,7 +37,12 @@ def unknown_tool(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
         return  # the common case: who takes over from whom is worked out only when a tool is unknown
     following = _next_agents(traj.steps)
     for step, taker in zip(traj.steps, following):
-        if step.tool not in known and not hands_off(step, taker):
+        if step.tool in known:
+            continue
+        # No later step by another agent: the run may have gone to an agent that only answered, which the
+        # source recorded running (``traj.agents``) though it made no step.
+        takers = [taker] if taker is not None else [a for a in traj.agents if a != step.agent]
+        if not any(hands_off(step, t) for t in takers):
             yield Violation(
                 "unknown_tool",
                 spec.severity("unknown_tool"),
