@@ -130,6 +130,7 @@ def test_no_spec_for_agent_exits_2(tmp_path, capsys):
     assert "no spec for agent 'support'" in capsys.readouterr().err
 
 
+@pytest.mark.e2e  # `python -m luckrate.cli` as a subprocess
 def test_usage_error_exits_2():
     proc = subprocess.run([sys.executable, "-m", "luckrate.cli", "grade", RUNS], capture_output=True, text=True)
     assert proc.returncode == 2 and "--spec" in proc.stderr and "Traceback" not in proc.stderr
@@ -335,6 +336,7 @@ def test_explain_lists_every_traced_argument_with_its_forms_and_reason(tmp_path,
     assert sorted(v["check"] for v in run["violations"]) == ["taint", "ungrounded"]
 
 
+@pytest.mark.e2e  # `python -m luckrate.cli` as a subprocess
 @pytest.mark.parametrize("command, code", [("convert", 0), ("grade", 1)])
 def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path, command, code):
     # `luckrate convert ... | head` ended in a BrokenPipeError traceback. The output is made larger than a

@@ -138,6 +138,7 @@ def test_accept_negotiation(accept, openmetrics):
     assert wants_openmetrics(accept) is openmetrics
 
 
+@pytest.mark.e2e  # a metrics server on a loopback port
 def test_metrics_server_serves_openmetrics_when_asked(tele):
     t, reader = tele
     run(t, "injected", TRACE_A)

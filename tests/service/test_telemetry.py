@@ -119,6 +119,7 @@ def test_histograms_and_gauges_render(tele):
     assert s[("luckrate_traces_active", ())] == 2
 
 
+@pytest.mark.e2e  # a metrics server on a loopback port
 def test_metrics_server_lifecycle(tele):
     t, reader = tele
     t.add("luckrate.grade.errors")

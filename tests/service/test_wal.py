@@ -268,6 +268,7 @@ def test_wal_settings_have_their_defaults():
     assert build_config({}, "t").wal_dir is None
 
 
+@pytest.mark.e2e  # the whole service: receivers on loopback ports, grading processes
 @pytest.mark.parametrize("workers", [1, 2])
 def test_service_lifecycle_with_the_log(tmp_path, workers):
     """Built with ``--wal``: stop without start is safe; spans sent are graded and the log empties at a

@@ -134,6 +134,7 @@ def test_verdict_log_all_writes_clean_runs_too(traces, tmp_path, every_run, logg
     assert {line["trace_id"] for line in lines} <= {t.trace_id.hex() for t in traces}
 
 
+@pytest.mark.e2e  # the whole service: receivers on loopback ports, grading processes
 @pytest.mark.parametrize("workers", [1, 2])
 def test_verdict_log_all_reaches_every_grading_process(tmp_path, workers):
     """The flag is read where grading happens: in the receiving process, or in each grading process."""
