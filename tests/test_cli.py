@@ -375,24 +375,13 @@ OPENAI_V2 = ROOT / "tests" / "testdata" / "openai-v2"
 
 def _openai_json(name: str, kind: str) -> str:
     """A capture as the Collector's file exporter writes it: OTLP/JSON, hex ids."""
-    import base64
-
-    from google.protobuf import json_format
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+    from tests.builders import otlp_json
+
     message = ExportTraceServiceRequest if kind == "traces" else ExportLogsServiceRequest
-    doc = json_format.MessageToDict(
-        message.FromString((OPENAI_V2 / f"{name}.{kind}.otlp").read_bytes()), use_integers_for_enums=True
-    )
-    for outer, inner, items in (("resourceSpans", "scopeSpans", "spans"), ("resourceLogs", "scopeLogs", "logRecords")):
-        for r in doc.get(outer, []):
-            for s in r.get(inner, []):
-                for item in s.get(items, []):
-                    for key in ("traceId", "spanId", "parentSpanId"):
-                        if key in item:
-                            item[key] = base64.b64decode(item[key]).hex()
-    return json.dumps(doc)
+    return otlp_json(message.FromString((OPENAI_V2 / f"{name}.{kind}.otlp").read_bytes())).decode()
 
 
 @pytest.mark.parametrize("how", ["--logs", "detected"])

@@ -15,10 +15,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceS
 from luckrate.core.spec import load_specs
 from luckrate.service.app import build
 from tests import external
-from tests.service.harness import SPEC, record_runs, request_of
-from tests.service.test_e2e import runs
-from tests.service.harness import config
-from tests.service.test_receivers import PROTO
+from tests.builders import config
+from tests.service.harness import PROTO, SPEC, record_runs, request_of, runs
 
 
 @pytest.fixture(scope="module", autouse=True)

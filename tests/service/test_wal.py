@@ -277,7 +277,7 @@ def test_service_lifecycle_with_the_log(tmp_path, workers):
     from luckrate.service.app import build
     from tests.reliability.harness import fresh_request
     from tests.service.harness import SPEC, parse_metrics, post, total, wait_until
-    from tests.service.test_receivers import config
+    from tests.builders import config
 
     cfg = replace(config(workers=workers), wal_dir=str(tmp_path / "wal"), root_grace=0.2)
     assert build(cfg, load_specs(SPEC)).stop(5)

@@ -14,8 +14,7 @@ from luckrate.service.assembler import CompletedTrace
 from luckrate.service.prometheus import PrometheusReader
 from luckrate.service.telemetry import Labels, Telemetry
 from luckrate.service.worker import MAX_ECHO, VerdictLog, Worker
-from tests.service.harness import SPEC, parse_metrics, record_runs, request_of, total
-from tests.service.test_e2e import by_trace, runs
+from tests.service.harness import SPEC, by_trace, parse_metrics, record_runs, request_of, runs, total
 
 SPECS = load_specs(SPEC)
 
@@ -187,9 +186,9 @@ def test_a_run_with_nothing_observable_is_counted_not_gradable_and_logged(tmp_pa
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     from luckrate.core.grade import NOTHING_OBSERVABLE
-    from tests.core.test_not_gradable import CAPTURE
+    from tests.builders import CHAT_ONLY_CAPTURE
 
-    request = ExportTraceServiceRequest.FromString(CAPTURE.read_bytes())
+    request = ExportTraceServiceRequest.FromString(CHAT_ONLY_CAPTURE.read_bytes())
     records, _ = records_from_request(request)
     log = tmp_path / "v.jsonl"
     worker, scrape, _ = rig(verdict_log=VerdictLog(log))
