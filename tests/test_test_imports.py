@@ -66,7 +66,7 @@ PLANTED = [
 ]
 
 
-@pytest.mark.parametrize("file,source,module", PLANTED, ids=[p[1].strip().splitlines()[-1] for p in PLANTED])
+@pytest.mark.parametrize("file,source,module", PLANTED, ids=[p[1].strip().splitlines()[-1].strip() for p in PLANTED])
 def test_a_planted_import_of_a_test_module_is_caught(tmp_path, file, source, module):
     root = tmp_path / "tests"
     planted = root / file
