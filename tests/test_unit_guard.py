@@ -47,6 +47,10 @@ def test_starts_a_grpc_server():
     grpc.server(ThreadPoolExecutor(1))
 
 
+def test_opens_a_grpc_channel():
+    grpc.insecure_channel("127.0.0.1:9").close()
+
+
 def test_swallows_what_it_did():
     try:
         socket.create_connection(("127.0.0.1", 9), timeout=1)
@@ -96,15 +100,16 @@ def test_another_tier_may_listen():
 
 CAUGHT = [
     # (planted test, what the failure says it did)
-    ("test_listens", "listened on a socket"),
+    ("test_listens", "listened on a socket at ('127.0.0.1', "),
     ("test_connects", "connected a socket to ('127.0.0.1', 9)"),
     ("test_runs_a_subprocess", "started a subprocess ["),
     ("test_runs_a_shell_command", "ran a shell command b'true'"),
     ("test_starts_a_multiprocessing_process", "started a multiprocessing process"),
     ("test_starts_a_grpc_server", "started a gRPC server"),
+    ("test_opens_a_grpc_channel", "opened a gRPC channel to '127.0.0.1:9'"),
     ("test_swallows_what_it_did", "connected a socket to ('127.0.0.1', 9)"),
     ("test_connects_in_a_thread_it_starts", "connected a socket to ('127.0.0.1', 9)"),
-    ("test_uses_a_fixture_that_listens", "listened on a socket"),
+    ("test_uses_a_fixture_that_listens", "listened on a socket at ('127.0.0.1', "),
 ]
 
 

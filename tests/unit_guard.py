@@ -93,28 +93,29 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         _violation(WATCHED[event].format(*args))
 
 
-def _patched(owner: Any, name: str, what: str) -> Callable[..., Any]:
+def _patched(owner: Any, name: str, what: Callable[..., str]) -> Callable[..., Any]:
     original = getattr(owner, name)
 
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        _violation(what)
+        _violation(what(*args, **kwargs))
         return original(*args, **kwargs)
 
     return guarded
 
 
-def _no_audit_event() -> list[tuple[Any, str, str]]:
-    """(owner, attribute, what the test did) for the starts the interpreter raises no audit event for."""
+def _no_audit_event() -> list[tuple[Any, str, Callable[..., str]]]:
+    """(owner, attribute, what the test did, from the call's arguments) for the starts the interpreter raises
+    no audit event for."""
     import multiprocessing.process
 
     import grpc  # a runtime dependency; imported once, at the first unit test
 
     return [
-        (socket.socket, "listen", "listened on a socket"),
-        (multiprocessing.process.BaseProcess, "start", "started a multiprocessing process"),
-        (grpc, "server", "started a gRPC server"),
-        (grpc, "insecure_channel", "opened a gRPC channel"),
-        (grpc, "secure_channel", "opened a gRPC channel"),
+        (socket.socket, "listen", lambda sock, *_: f"listened on a socket at {sock.getsockname()!r}"),
+        (multiprocessing.process.BaseProcess, "start", lambda *_: "started a multiprocessing process"),
+        (grpc, "server", lambda *_, **__: "started a gRPC server"),
+        (grpc, "insecure_channel", lambda target, *_, **__: f"opened a gRPC channel to {target!r}"),
+        (grpc, "secure_channel", lambda target, *_, **__: f"opened a gRPC channel to {target!r}"),
     ]
 
 
