@@ -1,6 +1,6 @@
-"""Builders of the test data several test modules share: span records, spans recorded by the real SDK,
-OTLP/JSON, and the in-process service's config. One of each; a test module imports them from here, never
-from another test module (tests/test_layering.py checks).
+"""Builders of the test data several test modules share: trajectories from the scenarios, span records,
+spans recorded by the real SDK, OTLP/JSON, and the in-process service's config. One of each; a test module
+imports them from here, never from another test module (tests/test_test_imports.py checks).
 """
 
 from __future__ import annotations
