@@ -55,6 +55,7 @@ def test_todays_keys_alone_miss_the_lucky_runs():
     assert (luck_old.lucky, luck_old.passing) == (1, 9)
 
 
+@pytest.mark.e2e  # `python -m luckrate.cli` as a subprocess
 def test_cli_gate_fails_on_the_example():
     done = subprocess.run(
         [

@@ -19,7 +19,7 @@ from luckrate.adapters.otlp import trajectory_from_spans
 from luckrate.adapters.trajectory import trajectory_from_dict, trajectory_to_dict
 from luckrate.core.grade import grade
 from luckrate.core.spec import Spec
-from tests.adapters.test_otlp_conventions import agent, assistant, call_part, chat, tool
+from tests.builders import agent, assistant, call_part, chat, tool
 
 TESTDATA = Path(__file__).resolve().parents[1] / "testdata"
 PARALLEL = Spec.from_dict({"max_parallel": 1})
@@ -181,7 +181,7 @@ def test_otlp_confirm_from_model_input_messages(name, spans, flagged):
 def test_otlp_user_message_events_placed_by_time():
     # No model span recorded its input: user message events on the agent span are placed by timestamp.
     from luckrate.adapters.otlp import SpanEvent
-    from tests.adapters.test_otlp_conventions import S
+    from tests.builders import S
 
     events = (
         SpanEvent("gen_ai.user.message", S + 50, (("content", "cancel R-1"),)),

@@ -12,7 +12,7 @@ from luckrate.adapters.otlp import read_otlp
 from luckrate.adapters.otlp.haystack import _from_repr, messages
 from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
-from tests.adapters.test_otlp_conventions import span
+from tests.builders import span
 from tests.scenarios import FAILING_LOOP
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,6 +15,7 @@ from examples.spec import SPEC
 from luckrate.adapters.otlp import read_otlp, read_otlp_json
 from luckrate.core.grade import grade
 from luckrate.core.spec import Spec
+from tests.builders import otlp_json
 from tests.frameworks import langgraph_agent, openai_agents
 from tests.scenarios import BY_NAME, SCENARIOS
 
@@ -75,7 +76,7 @@ def test_capture_off_keeps_structure_and_skips_provenance(scenario):
 
 def test_otlp_json_reads_the_same_run():
     data = spans("openinference", "injected")
-    from_json = read_otlp_json(langgraph_agent.otlp_json(data), "x.json")
+    from_json = read_otlp_json(otlp_json(data, pretty=True), "x.json")
     assert from_json == read_otlp(data, "x.pb")
 
 

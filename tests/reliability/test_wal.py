@@ -364,7 +364,7 @@ def test_a_grading_process_killed_under_load_has_its_traces_replayed_into_its_su
     """``--workers 2 --wal``: SIGKILL one grading process under load. What it held is counted as lost, as
     without the log, and read back from the log into the process that replaces it: every acknowledged
     trace is still graded exactly once, whole, and the identities close (lost and replayed both count)."""
-    from tests.service.test_workers import two_workers
+    from tests.service.harness import two_workers
 
     verdicts = tmp_path / "verdicts.jsonl"
     with Server(

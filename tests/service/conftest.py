@@ -8,9 +8,8 @@ from luckrate.core.spec import load_specs
 from luckrate.service.app import build
 from luckrate.service.prometheus import PrometheusReader
 from luckrate.service.telemetry import Labels, Telemetry
-from tests.service.harness import SPEC, config, record_runs
-from tests.service.test_e2e import runs
-from tests.service.test_telemetry import SPECS
+from tests.builders import config
+from tests.service.harness import SPEC, SPECS, record_runs, runs
 
 
 @pytest.fixture(scope="module")

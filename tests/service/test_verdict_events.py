@@ -14,7 +14,9 @@ from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 
 from luckrate.core.grade import grade
 from luckrate.service.verdict_events import EVENT_NAME, MAX_LINES, VerdictEvents, explanation, otlp_exporter
-from tests.service.test_telemetry import BY_NAME, SPECS, trajectory
+from tests.builders import trajectory
+from tests.scenarios import BY_NAME
+from tests.service.harness import SPECS
 
 SPEC = SPECS["*"]
 TRACE = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")

@@ -17,8 +17,7 @@ from luckrate.service.run_ring import RunRing
 from luckrate.service.viewer import Viewer, ViewerServer
 from luckrate.view.render import CSP
 from tests.core.helpers import run, step
-from tests.service.harness import SPEC, Server, post, record_runs, request_of, wait_until
-from tests.service.test_e2e import runs
+from tests.service.harness import SPEC, Server, post, record_runs, request_of, runs, wait_until
 
 SPECS = load_specs(SPEC)
 LOOP = Endpoint("127.0.0.1", 0)
