@@ -31,7 +31,8 @@ from luckrate.adapters import crewai, n8n
 from luckrate.adapters.langgraph import trajectory_from_messages
 from luckrate.adapters.otlp import read_otlp, read_otlp_files
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
 from luckrate.core.step import Trajectory
 from tests.frameworks import langgraph_agent, openai_agents, pydantic_ai_agent, smolagents_agent
 from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Ask, Scenario

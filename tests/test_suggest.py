@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from examples.spec import SPEC as EXAMPLE_SPEC
 from luckrate.adapters.formats import reader
 from luckrate.cli import main, tally_file
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.core.suggest import Tally, Thresholds, compare, propose, render, signals
 from luckrate.core.suggest.tally import MAX_TOOLS
 from tests.core.helpers import run, step

@@ -18,11 +18,11 @@ from luckrate.adapters.langgraph import trajectory_from_messages
 from luckrate.adapters.otlp import trajectory_from_spans
 from luckrate.adapters.trajectory import trajectory_from_dict, trajectory_to_dict
 from luckrate.core.grade import grade
-from luckrate.core.spec import Spec
+from luckrate.core.spec_loader import spec_from_dict
 from tests.builders import agent, assistant, call_part, chat, tool
 
 TESTDATA = Path(__file__).resolve().parents[1] / "testdata"
-PARALLEL = Spec.from_dict({"max_parallel": 1})
+PARALLEL = spec_from_dict({"max_parallel": 1})
 
 # format, file, model turns, messages as (role, before_step), max_parallel=1 violations at steps
 CAPTURED = [
@@ -53,7 +53,7 @@ def test_captured_runs_carry_turns_and_messages(fmt, file, turns, messages, over
     assert [v.step for v in grade(traj, PARALLEL).violations if v.check == "max_parallel"] == over
 
 
-CONFIRM = Spec.from_dict({"tools": ["get", "cancel"], "confirm": ["cancel"]})
+CONFIRM = spec_from_dict({"tools": ["get", "cancel"], "confirm": ["cancel"]})
 ASK = "Reservation R-1: refundable. Cancel it?"
 
 
@@ -351,7 +351,7 @@ def test_n8n_confirm_reads_the_prompted_conversation(name, prompt, flagged):
     from luckrate.adapters.n8n import trajectories_from_n8n
 
     [traj] = trajectories_from_n8n(_n8n_with_memory(prompt), "clean.json")
-    spec = Spec.from_dict({"confirm": ["issue_refund"]})
+    spec = spec_from_dict({"confirm": ["issue_refund"]})
     assert [v.step for v in grade(traj, spec).violations if v.check == "confirm"] == flagged
     assert all(m.before_step == 0 for m in traj.messages)
 

@@ -15,6 +15,7 @@ from examples.spec import SPEC
 from luckrate.adapters.otlp import read_otlp, read_otlp_json
 from luckrate.core.grade import grade
 from luckrate.core.spec import Spec
+from luckrate.core.spec_loader import spec_from_dict
 from tests.builders import otlp_json
 from tests.frameworks import langgraph_agent, openai_agents
 from tests.scenarios import BY_NAME, SCENARIOS
@@ -31,7 +32,7 @@ def spans(source: str, scenario: str, capture: bool = True) -> bytes:
 
 @cache
 def spec() -> Spec:
-    return Spec.from_dict(SPEC, name="support")
+    return spec_from_dict(SPEC, name="support")
 
 
 def one(data: bytes, source: str):

@@ -19,7 +19,8 @@ from luckrate.adapters.otlp.logs import events_from_request, joined
 from luckrate.adapters.otlp.readers import read_otlp_files
 from luckrate.adapters.otlp.requests import logs_request_from_json, logs_request_from_protobuf
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
 from tests.builders import otlp_json
 from tests.scenarios import BY_NAME
 

@@ -15,7 +15,8 @@ from luckrate.adapters.otlp import read_otlp
 from luckrate.adapters.otlp import runs as grouping
 from luckrate.cli import main
 from luckrate.core.grade import grade
-from luckrate.core.spec import Spec, load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs, spec_from_dict
 from tests.builders import TURNS, Recorder, conversation, linked_run
 
 
@@ -59,7 +60,7 @@ def test_bad_links_are_counted_never_a_crash(cycle, missing, counts):
     assert runs.assembly == counts
 
 
-CONFIRM = Spec.from_dict({"tools": ["get", "cancel"], "confirm": ["cancel"]})
+CONFIRM = spec_from_dict({"tools": ["get", "cancel"], "confirm": ["cancel"]})
 
 
 def test_a_conversation_over_traces_is_one_run_when_asked():

@@ -19,6 +19,7 @@ import pytest
 from luckrate.adapters.otlp import read_otlp
 from luckrate.core.grade import grade
 from luckrate.core.spec import Spec
+from luckrate.core.spec_loader import spec_from_dict
 from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Ask
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +42,7 @@ def _qualified(value):
 def _spec() -> Spec:
     namespace: dict = {}
     exec((ROOT / "examples" / "spec.py").read_text(), namespace)  # the example spec, trusted config
-    return Spec.from_dict(_qualified(json.loads(json.dumps(namespace["SPEC"]))))
+    return spec_from_dict(_qualified(json.loads(json.dumps(namespace["SPEC"]))))
 
 
 SPEC = _spec()

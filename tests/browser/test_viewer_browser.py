@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.app import build
 from tests.browser import payloads
 from tests.builders import config

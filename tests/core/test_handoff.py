@@ -7,10 +7,10 @@ from dataclasses import replace
 import pytest
 
 from luckrate.core.grade import grade
-from luckrate.core.spec import Spec
+from luckrate.core.spec_loader import spec_from_dict
 from tests.core.helpers import run, step
 
-SPEC = Spec.from_dict({"tools": ["lookup_order"]})
+SPEC = spec_from_dict({"tools": ["lookup_order"]})
 
 
 def by(agent, tool, args=None):

@@ -14,7 +14,7 @@ import pytest
 from luckrate.core.gate import gate
 from luckrate.core.grade import NOTHING_OBSERVABLE, grade
 from luckrate.core.metric import LuckRate
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.report import as_json, as_text
 from tests.builders import CHAT_ONLY_CAPTURE
 from tests.core.helpers import run, step

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.config import KEYS, ServiceConfig, finalize, load_config
 from tests import external
 

@@ -22,7 +22,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from luckrate.adapters.otlp import OutputRule, records_from_request, trajectory_from_spans
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
 from luckrate.service import wal_format as fmt
 from tests.reliability.harness import fresh_request, identity, report, settled, span_count
 from tests.service.harness import SPEC, Server, post, total, wait_until

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.app import build
 from luckrate.service.prometheus import PrometheusReader
 from luckrate.service.telemetry import Labels, Telemetry

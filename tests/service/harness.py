@@ -31,7 +31,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from luckrate import demo
 from luckrate.adapters.otlp import OutputRule, records_from_request, trajectory_from_spans
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
 from tests.builders import ROOT, SPEC
 
 DEADLINE = 30.0

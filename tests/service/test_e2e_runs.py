@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from luckrate.adapters.otlp import read_otlp
 from luckrate.core.grade import grade
-from luckrate.core.spec import Spec
+from luckrate.core.spec_loader import spec_from_dict
 from tests.builders import Recorder, linked_run
 from tests.service.harness import Server, by_trace, identity, total, wait_until
 
@@ -45,7 +45,7 @@ def test_a_run_over_traces_on_different_connections_is_graded_once(tmp_path, cyc
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(SPEC))
     [expected] = read_otlp(rec.file(), "f")  # the file reader's verdicts on the same spans
-    want = Spec.from_dict(SPEC)
+    want = spec_from_dict(SPEC)
     checks = sorted((v.check, v.tool) for v in grade(expected, want).violations)
     assert ("forbidden", "delete_account") in checks
     with Server(

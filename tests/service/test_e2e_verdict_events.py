@@ -21,7 +21,8 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from luckrate.adapters.otlp import OutputRule, records_from_request, trajectory_from_spans
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
 from tests.service.harness import (
     SPEC,
     Server,

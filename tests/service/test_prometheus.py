@@ -12,7 +12,7 @@ import subprocess
 import urllib.request
 
 
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.app import build
 from tests import external
 from tests.builders import config

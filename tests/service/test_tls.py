@@ -10,7 +10,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.app import build
 from tests.builders import config
 from tests.service.harness import PROTO, SPEC, record_runs, request_of, runs

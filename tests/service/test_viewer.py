@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.config import Endpoint, InvalidConfig, ServiceConfig, finalize
 from luckrate.service.run_ring import RunRing
 from luckrate.service.viewer import Viewer, ViewerServer

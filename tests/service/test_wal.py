@@ -273,7 +273,7 @@ def test_wal_settings_have_their_defaults():
 def test_service_lifecycle_with_the_log(tmp_path, workers):
     """Built with ``--wal``: stop without start is safe; spans sent are graded and the log empties at a
     clean stop; an unusable directory stops the build with the key named."""
-    from luckrate.core.spec import load_specs
+    from luckrate.core.spec_loader import load_specs
     from luckrate.service.app import build
     from tests.reliability.harness import fresh_request
     from tests.service.harness import SPEC, parse_metrics, post, total, wait_until

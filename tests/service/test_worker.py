@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from luckrate.adapters.otlp import OutputRule, records_from_request, trajectory_from_spans
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.assembler import CompletedTrace
 from luckrate.service.prometheus import PrometheusReader
 from luckrate.service.telemetry import Labels, Telemetry

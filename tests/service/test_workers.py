@@ -331,7 +331,7 @@ def test_pool_lifecycle_in_process_start_consume_kill_stop():
     the rest and leaves nothing reserved."""
     from dataclasses import replace
 
-    from luckrate.core.spec import load_specs
+    from luckrate.core.spec_loader import load_specs
     from luckrate.service.app import build
     from tests.service.harness import SPEC, parse_metrics
     from tests.builders import config
@@ -378,7 +378,7 @@ def test_a_stalled_worker_bounds_the_bytes_queued_for_it():
     span budget has room; once it reads again, they are accepted."""
     from dataclasses import replace
 
-    from luckrate.core.spec import load_specs
+    from luckrate.core.spec_loader import load_specs
     from luckrate.service.app import build
     from tests.service.harness import SPEC, parse_metrics
     from tests.builders import config
@@ -438,7 +438,7 @@ def test_a_killed_worker_s_log_records_are_counted_and_their_room_given_back():
     from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
     from luckrate.adapters.otlp.compaction import route
-    from luckrate.core.spec import load_specs
+    from luckrate.core.spec_loader import load_specs
     from luckrate.service.app import build
     from tests.service.harness import SPEC, parse_metrics
     from tests.builders import config

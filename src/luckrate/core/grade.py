@@ -9,16 +9,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from luckrate.core.checks import (
-    CHECKS,
-    DECLARED_BY,
+    BOTH,
     CLOCK,
     CONTENT,
     INPUT,
     MESSAGES,
-    NEEDS,
+    PROVENANCE,
+    REGISTRY,
+    STEPS,
     TURNS,
-    PROVENANCE_CHECKS,
-    TRACED_CHECKS,
+    Check,
 )
 from luckrate.core.frozen import fast_init
 from luckrate.core.provenance import Provenance, trace
@@ -117,21 +117,24 @@ Plan = tuple[tuple[tuple[str, Any, frozenset[str]], ...], ...]
 
 
 @functools.lru_cache(maxsize=256)
-def _plan(spec: Spec) -> Plan:
+def _plan(spec: Spec, checks: tuple[Check, ...] = REGISTRY) -> Plan:
     """The checks a spec turns on, per phase: worked out once per spec (by value: a spec is immutable and
-    hashable), not once per run."""
+    hashable) and registry, not once per run."""
 
-    def on(name: str) -> bool:
-        return spec.enabled(name.partition(":")[0]) and DECLARED_BY.get(name, bool)(spec)
+    def on(check: Check) -> bool:
+        declared = check.declared_by or bool
+        return spec.enabled(check.name.partition(":")[0]) and declared(spec)
 
     return tuple(
-        tuple((n, c, NEEDS[n]) for n, c in checks if on(n)) for checks in (CHECKS, PROVENANCE_CHECKS, TRACED_CHECKS)
+        tuple((c.name, c.run, c.needs) for c in checks if c.reads == phase and on(c))
+        for phase in (STEPS, PROVENANCE, BOTH)
     )
 
 
-def grade(traj: Trajectory, spec: Spec) -> RunGrade:
-    """Run every enabled check; checks the source cannot support are skipped and listed, not failed. A run
-    with nothing observable (``gradable``) runs no check: it comes back ``not_gradable``, with no violation."""
+def grade(traj: Trajectory, spec: Spec, checks: tuple[Check, ...] = REGISTRY) -> RunGrade:
+    """Run every enabled check of ``checks`` (the registry unless given; ``spec`` validated against the same);
+    checks the source cannot support are skipped and listed, not failed. A run with nothing observable
+    (``gradable``) runs no check: it comes back ``not_gradable``, with no violation."""
     reason = gradable(traj)
     if reason is not None:
         return RunGrade(traj.id, traj.case_id, traj.agent, traj.output_ok, (), (), reason)
@@ -148,7 +151,7 @@ def grade(traj: Trajectory, spec: Spec) -> RunGrade:
             skipped.append(f"{name} ({reason})")
         return reason is None
 
-    plain, provenance, with_prov = _plan(spec)
+    plain, provenance, with_prov = _plan(spec, checks)
     for name, check, needs in plain:
         if runnable(name, needs):
             violations.extend(check(traj, spec))

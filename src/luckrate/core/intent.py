@@ -33,11 +33,14 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import cast
 from collections.abc import Iterable, Iterator
 
 from luckrate.core import forms
 from luckrate.core.fields import field_name, record_of
-from luckrate.core.provenance import USER, Argument, Origin, Provenance, is_identifier, tokens, walk
+from luckrate.core.identifiers import is_identifier, tokens, walk
+from luckrate.core.provenance import Argument, Provenance
+from luckrate.core.sources import USER, Origin
 
 WEAK_DIGITS = 4
 WEAK_LENGTH = 2
@@ -101,10 +104,10 @@ class Request:
     @classmethod
     def of(cls, prov: Provenance) -> Request:
         """The user's request in ``prov``'s run (worked out once per run, on first use)."""
-        cached = prov.request
+        cached = prov.derived.get("request")
         if cached is None:
-            cached = prov.request = cls(prov.user_text)
-        return cached
+            cached = prov.derived["request"] = cls(prov.user_text)
+        return cast(Request, cached)
 
     def requested(self, origin: Origin, prov: Provenance) -> bool:
         """The user pointed the agent at ``origin``'s source or record (the module docstring)."""

@@ -16,7 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from luckrate.core.spec import InvalidSpec, load_specs, spec_for
+from luckrate.core.spec import InvalidSpec, spec_for
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.assembler import Assembler, AssemblerLoop, Limits, SpanBudget
 from luckrate.service.config import (
     KEYS,

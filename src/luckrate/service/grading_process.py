@@ -19,7 +19,7 @@ from luckrate.adapters.otlp import OutputRule, logs_request_from_protobuf, reque
 from luckrate.adapters.otlp.compaction import records_at
 from luckrate.adapters.otlp.conventions import interning
 from luckrate.adapters.otlp.logs import events_at
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.assembler import Assembler, Limits
 from luckrate.service.config import ServiceConfig
 from luckrate.service.tally import REPORT_EVERY, Report, Tally

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 from luckrate.core.step import Step, Trajectory
 from luckrate.core.violation import Violation
-
-if TYPE_CHECKING:
-    from luckrate.core.spec import Spec  # annotations only: spec.py imports the check registry
+from luckrate.core.spec import Spec
+from luckrate.core.spec_keys import Keys
 
 
 def forbidden(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
@@ -82,3 +81,11 @@ def hands_off(step: Step, taker: str | None) -> bool:
     if _NON_WORD.sub("_", step.tool.casefold()).strip("_").endswith(name):
         return True
     return any(isinstance(v, str) and _NON_WORD.sub("_", v.casefold()).strip("_") == name for v in step.args.values())
+
+
+def parse_required(keys: Keys) -> dict[str, Any]:
+    return {"required": frozenset(keys.names("required"))}
+
+
+def parse_forbidden(keys: Keys) -> dict[str, Any]:
+    return {"forbidden": frozenset(keys.names("forbidden"))}
