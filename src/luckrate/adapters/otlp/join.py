@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from luckrate.adapters.otlp.conventions import ANSWER_TOOLS
 from luckrate.adapters.otlp.messages import Message
 from luckrate.adapters.otlp.payloads import args_match, parse_args, result_text
 from luckrate.adapters.otlp.spans import SpanRecord
@@ -79,7 +80,12 @@ class Response:
     """Start of the first model call whose input holds it: the tool ran before then."""
 
 
-def join(calls: list[Call], requests: list[_Request], responses: dict[str, Response]) -> list[Call]:
+def join(
+    calls: list[Call],
+    requests: list[_Request],
+    responses: dict[str, Response],
+    answer_tools: frozenset[str] = ANSWER_TOOLS,
+) -> list[Call]:
     """Calls with ids and arguments completed from their requests, plus the requests no tool span
     answers whose result came back (a ``tool`` message with the call id in a later model input): the
     model asked and the caller ran it, the trace just has no span for the execution. Such a step runs
@@ -88,12 +94,13 @@ def join(calls: list[Call], requests: list[_Request], responses: dict[str, Respo
     tool may never have run). Where no model input holds a result by call id (content off, a convention
     that sends results without ids such as smolagents' observations, a trace that ends at the request)
     nothing can show a result came back, and a request without a call id cannot be matched to one: both
-    stay steps."""
+    stay steps. A request for a framework's answer tool (``conventions.ANSWER_TOOLS``) that no tool span
+    answers is the agent speaking to the user, never a step."""
     index = _Index(requests)
     joined = [_join_one(c, index, responses) for c in sorted(calls, key=lambda c: c.key)]
     for req in requests:
-        if req.taken:
-            continue
+        if req.taken or req.tool in answer_tools:
+            continue  # joined; or a framework's answer to the user (smolagents' final_answer), no action
         response = responses.get(req.call_id) if req.call_id else None
         if response is None and req.call_id and responses:
             continue

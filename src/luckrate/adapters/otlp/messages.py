@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from luckrate.adapters.otlp import frames
 from luckrate.adapters.otlp.payloads import Requested, captured, load_text
 from luckrate.adapters.otlp.spans import Layout, SpanRecord, layout_fact
 from luckrate.core.frozen import fast_init
@@ -77,16 +78,40 @@ def _from_semconv(raw: Any) -> list[Message]:
         value = [value]
     if not isinstance(value, list):
         return [Message("user", texts=(str(value),))]  # a plain non-JSON string
-    return [m for m in map(_semconv_message, value[:MAX_MESSAGES]) if m is not None]
+    return by_order([m for m in map(_semconv_message, value[:MAX_MESSAGES]) if m is not None])
+
+
+def by_order(messages: list[Message]) -> list[Message]:
+    """The messages with each tool result that names no call id given the id of the call it answers by order
+    within the list: the earliest call (with an id) asked for before it that no result has answered yet. A
+    result that names its id answers that call."""
+    if not any(call_id is None for m in messages for call_id, _ in m.responses):
+        return messages
+    pending: list[str] = []
+    out = []
+    for m in messages:
+        pending.extend(c.call_id for c in m.calls if c.call_id)
+        if not m.responses:
+            out.append(m)
+            continue
+        responses, failed = [], set(m.failed)
+        for call_id, result in m.responses:
+            if call_id is None and pending:
+                call_id = pending.pop(0)
+            elif call_id in pending:
+                pending.remove(call_id)
+            responses.append((call_id, result))
+        out.append(Message(m.role, m.texts, m.calls, tuple(responses), frozenset(failed)))
+    return out
 
 
 def _semconv_message(obj: Any) -> Message | None:
     if not isinstance(obj, dict):
         return None
-    role = str(obj.get("role") or "")
+    role = frames.role(obj.get("role"))
     parts = obj.get("parts")
     if not isinstance(parts, list):
-        return _chat_message(obj)  # an OpenAI chat-completions dict instead of parts
+        return _chat_message({**obj, "role": role})  # an OpenAI chat-completions dict instead of parts
     texts: list[str] = []
     calls: list[Requested] = []
     responses: list[tuple[str | None, Any]] = []
@@ -96,12 +121,27 @@ def _semconv_message(obj: Any) -> Message | None:
             continue
         kind = part.get("type")
         if kind == "text" and isinstance(part.get("content"), str):
-            embedded = _embedded_chat_message(part["content"]) if role == "assistant" else None
-            if embedded is not None:
-                calls.extend(embedded.calls)
-                texts.extend(embedded.texts)
+            content = part["content"]
+            if role in _ASKING:
+                embedded = _embedded_chat_message(content)
+                listed = frames.text_calls(content) if embedded is None else None
+                if embedded is not None:
+                    calls.extend(embedded.calls)
+                    texts.extend(embedded.texts)
+                elif listed is not None:
+                    calls.extend(listed)
+                else:
+                    texts.append(content)
+                continue
+            observed = frames.observation(content) if role in ("user", "tool") else None
+            if observed is not None:
+                responses.append(observed)
+            elif role == "tool":
+                responses.append((None, content))
+            elif role == "user":
+                texts.append(frames.user_fields(frames.task_text(content)))
             else:
-                texts.append(part["content"])
+                texts.append(content)
         elif kind == "tool_call" and isinstance(part.get("name"), str):
             calls.append(Requested(part["name"], part.get("arguments"), _id(part.get("id"))))
         elif kind == "tool_call_response":
@@ -109,7 +149,15 @@ def _semconv_message(obj: Any) -> Message | None:
             responses.append((_id(part.get("id")), result))
             if marked_failed(part) or marked_failed(result, envelope=False):
                 failed.append(_id(part.get("id")))
+    if role == "tool-call" or (role == "user" and calls and not texts):
+        role = "assistant"
+    elif role == "user" and responses and not any(t.strip() for t in texts):
+        role = "tool"  # a framework's tool results framed as user text: not the user's words
     return Message(role, tuple(texts), tuple(calls), tuple(responses), _failed(failed))
+
+
+_ASKING = frozenset({"assistant", "ai", "model", "tool-call"})
+"""Roles whose text may hold the calls a framework repeats as text (frames.py)."""
 
 
 def marked_failed(value: Any, envelope: bool = True) -> bool:
@@ -155,7 +203,7 @@ def _chat_message(obj: dict[str, Any]) -> Message:
             calls.append(Requested(fn["name"], fn.get("arguments"), _id(tc.get("id"))))
     content = obj.get("content")
     texts = (content,) if isinstance(content, str) and content else ()
-    role = str(obj.get("role") or "")
+    role = frames.role(obj.get("role"))
     call_id = _id(obj.get("tool_call_id") or obj.get("id"))
     responses = ((call_id, content),) if role == "tool" else ()
     marked = role == "tool" and (marked_failed(obj) or marked_failed(content, envelope=False))
@@ -246,7 +294,7 @@ def _from_event(name: str, attributes: tuple[tuple[str, Any], ...]) -> Message:
     role = {"gen_ai.system.message": "system", "gen_ai.user.message": "user", "gen_ai.tool.message": "tool"}.get(
         name, "assistant"
     )
-    role = str(body.get("role") or role)
+    role = frames.role(body.get("role") or role)
     if isinstance(body.get("content"), list):  # Anthropic content blocks (Traceloop's events)
         return _blocks_message(role, body["content"])
     return _chat_message({**body, "role": role})
