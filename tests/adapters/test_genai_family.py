@@ -1,0 +1,79 @@
+"""The contrib GenAI instrumentation family (``opentelemetry-instrumentation-genai-*`` 1.3b0 with
+``opentelemetry-util-genai`` 1.3b0), captured over real frameworks on scripted models in every content mode,
+spans and log records read together (tests/testdata/genai/, its README and capture scripts).
+
+Every capture must give its scenario's verdict under examples/spec.py, with the tools in the scenario's order:
+taint needs content, and with content off the policy scenarios' verdicts (which rest on arguments and
+messages) are not asked for. What a source cannot record is listed with the reason (``NO_STEPS``), and the
+captures still graded wrong are listed as expected failures (``KNOWN_WRONG``), so a fix shows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from luckrate.adapters.otlp import read_otlp_files
+from luckrate.core.grade import grade
+from luckrate.core.spec import load_specs, spec_for
+from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS
+
+ROOT = Path(__file__).resolve().parents[2]
+GENAI = ROOT / "tests" / "testdata" / "genai"
+SPEC = spec_for(load_specs(ROOT / "examples" / "spec.py"), None)
+BY_NAME = {s.name: s for s in SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP,)}
+CAPTURES = sorted(p.name[: -len(".traces.otlp")] for p in GENAI.glob("*.traces.otlp"))
+
+NO_STEPS = {"smolagents": "nocontent"}
+"""Framework -> the mode in which nothing names a tool: genai-smolagents records no tool span, and its model
+calls (genai-openai) name the calls only in their content."""
+NO_CONTENT = {"llama-index": {"nocontent", "event_only"}}
+"""Framework -> modes that record no content besides ``nocontent``: genai-llama-index traces no model call (the
+LLM client's instrumentation does), and util-genai writes events for model calls only, so with EVENT_ONLY
+its agent and tool spans carry no content and there are no records."""
+KNOWN_WRONG = {
+    ("dspy", "event_only", "clean"): "tool results only in ReAct's trajectory text: no step succeeded",
+    ("dspy", "event_only", "injected"): "the page's text only in ReAct's trajectory text: ungrounded, not taint",
+    ("dspy", "event_only", "unconfirmed"): "tool results only in ReAct's trajectory text: no step succeeded",
+    **{
+        ("smolagents", m, "failing_loop"): "failed calls' requests are dropped from the history smolagents resends"
+        for m in ("span_only", "event_only", "span_and_event")
+    },
+    **{
+        ("smolagents", m, "confirmed"): "the reply in a second run is not placed after the question"
+        for m in ("span_only", "event_only", "span_and_event")
+    },
+}
+
+
+def _read(stem: str):
+    traces, logs = GENAI / f"{stem}.traces.otlp", GENAI / f"{stem}.logs.otlp"
+    (run,) = read_otlp_files([(traces.read_bytes(), str(traces))], [(logs.read_bytes(), str(logs))])
+    return run
+
+
+def test_there_are_captures_of_every_mode():
+    modes = {stem.split(".")[1] for stem in CAPTURES}
+    frameworks = {stem.split(".")[2] for stem in CAPTURES}
+    assert modes == {"nocontent", "span_only", "event_only", "span_and_event"}
+    assert {"langchain", "llama-index", "dspy", "smolagents"} <= frameworks
+
+
+@pytest.mark.parametrize("stem", CAPTURES)
+def test_each_capture_gets_its_scenarios_verdict(stem):
+    name, mode, framework = stem.split(".")
+    scenario = BY_NAME[name]
+    if (framework, mode, name) in KNOWN_WRONG:
+        pytest.xfail(KNOWN_WRONG[(framework, mode, name)])
+    traj = _read(stem)
+    assert traj.content is (mode not in NO_CONTENT.get(framework, {"nocontent"}))
+    if NO_STEPS.get(framework) == mode:
+        assert traj.steps == ()
+        return
+    assert [s.tool for s in traj.steps] == [c.tool for c in scenario.calls]
+    found = {(v.check, v.tool) for v in grade(traj, SPEC).violations}
+    if traj.content:
+        assert found == scenario.expected
+    elif scenario not in POLICY_SCENARIOS:
+        assert found == {p for p in scenario.expected if p[0] != "taint"}
