@@ -33,18 +33,13 @@ NO_CONTENT = {"llama-index": {"nocontent", "event_only"}}
 LLM client's instrumentation does), and util-genai writes events for model calls only, so with EVENT_ONLY
 its agent and tool spans carry no content and there are no records."""
 KNOWN_WRONG = {
-    ("dspy", "event_only", "clean"): "tool results only in ReAct's trajectory text: no step succeeded",
-    ("dspy", "event_only", "injected"): "the page's text only in ReAct's trajectory text: ungrounded, not taint",
-    ("dspy", "event_only", "unconfirmed"): "tool results only in ReAct's trajectory text: no step succeeded",
-    **{
-        ("smolagents", m, "failing_loop"): "failed calls' requests are dropped from the history smolagents resends"
-        for m in ("span_only", "event_only", "span_and_event")
-    },
-    **{
-        ("smolagents", m, "confirmed"): "the reply in a second run is not placed after the question"
-        for m in ("span_only", "event_only", "span_and_event")
-    },
+    ("smolagents", m, "confirmed"): (
+        "smolagents merges the user's reply into the user-role message before it (the observation of its "
+        "final_answer): the reply is text a tool result could also have written, so it is not read as consent"
+    )
+    for m in ("span_only", "event_only", "span_and_event")
 }
+"""Captures still graded wrong, with why: expected to fail (strict), so a fix shows."""
 
 
 def _read(stem: str):
@@ -60,12 +55,16 @@ def test_there_are_captures_of_every_mode():
     assert {"langchain", "llama-index", "dspy", "smolagents"} <= frameworks
 
 
-@pytest.mark.parametrize("stem", CAPTURES)
+def _marked(stem: str):
+    name, mode, framework = stem.split(".")
+    reason = KNOWN_WRONG.get((framework, mode, name))
+    return pytest.param(stem, marks=pytest.mark.xfail(strict=True, reason=reason)) if reason else stem
+
+
+@pytest.mark.parametrize("stem", [_marked(s) for s in CAPTURES])
 def test_each_capture_gets_its_scenarios_verdict(stem):
     name, mode, framework = stem.split(".")
     scenario = BY_NAME[name]
-    if (framework, mode, name) in KNOWN_WRONG:
-        pytest.xfail(KNOWN_WRONG[(framework, mode, name)])
     traj = _read(stem)
     assert traj.content is (mode not in NO_CONTENT.get(framework, {"nocontent"}))
     if NO_STEPS.get(framework) == mode:

@@ -9,7 +9,7 @@ from typing import Any
 
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp.conventions import CONVENTIONS, classify, input_messages, output_messages
-from luckrate.adapters.otlp.join import Call, Response, join, requests_from
+from luckrate.adapters.otlp.join import Call, Response, join, named_responses, requests_from
 from luckrate.adapters.otlp.messages import Message, user_texts
 from luckrate.adapters.otlp.output import OutputRule, output_ok
 from luckrate.adapters.otlp.payloads import parse_args, result_text
@@ -88,7 +88,8 @@ class _Assembly:
         calls, captured = self._tool_calls()
         models = [(r, output_messages(r) or [], self.agent_of(r)) for r in self._spans(ModelRole)]
         answers = {r.span_id for r in self._spans(ToolRole) if self._tools[r.span_id].answer}
-        joined = sorted(join(calls, requests_from(models), self._responses()), key=lambda c: c.key)
+        named = named_responses((r, self._inputs(r)) for r in self._by_start(ModelRole))
+        joined = sorted(join(calls, requests_from(models), self._responses(), named=named), key=lambda c: c.key)
         others = [r for r in self.tree.spans if not isinstance(self.roles[r.span_id], ModelRole)]
         joined = [c for c in joined if c.key[2] not in answers]  # the answer call, and the request it answered
         messages = conversation(
@@ -215,6 +216,9 @@ class _Assembly:
             agent=call.agent,
             call_id=call.call_id,
         )
+
+    def _by_start(self, kind: type) -> list[SpanRecord]:
+        return sorted(self._spans(kind), key=lambda r: (r.start_ns, r.end_ns, r.span_id))
 
     def _responses(self) -> dict[str, Response]:
         """Tool results the models were sent, by call id (for calls with no tool span): the first model

@@ -128,3 +128,44 @@ def user_fields(text: str) -> str:
         return text
     kept = [v for k, v in fields.items() if k != "trajectory" and not _STEP_FIELD.match(k) and v]
     return "\n".join(kept)
+
+
+NamedResult = tuple[str, Any, bool]
+"""(tool, result, failed): a result a framework's text gives with the tool it answers but no call id."""
+
+_RETRY = (
+    "\nNow let's retry: take care not to repeat previous errors! If you have retried several times, "
+    "try a completely different approach.\n"
+)
+_TOOL_ERROR = re.compile(
+    r"\nError:\n(Error executing tool '([^'\n]+)' with arguments .*?\nPlease try again or use another tool)"
+    + re.escape(_RETRY),
+    re.DOTALL,
+)
+
+
+def failed_calls(text: str) -> tuple[str, list[NamedResult]]:
+    """The text without the failures a framework appended to it in its own words, and those failures: each
+    names the tool that raised (smolagents adds ``Error:\nError executing tool '<tool>' with arguments ...``
+    to the next user message, and drops the failed call from the history it resends)."""
+    if "Error executing tool '" not in text:
+        return text, []
+    found = [(m.group(2), m.group(1), True) for m in _TOOL_ERROR.finditer(text)]
+    return (_TOOL_ERROR.sub("", text) if found else text), found
+
+
+def trajectory_results(text: str) -> list[NamedResult]:
+    """The earlier steps' results in a section-framed user message's trajectory (``tool_name_<i>`` and
+    ``observation_<i>``), in step order; failed where the observation is the framework's own report of the
+    tool raising (DSPy: ``Execution error in <tool>: ...``). The framework's ``finish`` is no step."""
+    if "[[ ## tool_name_" not in text:
+        return []
+    fields = sections(text)
+    out = []
+    i = 0
+    while f"tool_name_{i}" in fields:
+        name, observed = fields[f"tool_name_{i}"], fields.get(f"observation_{i}")
+        if name and name != "finish" and observed is not None:
+            out.append((name, observed, observed.startswith(f"Execution error in {name}:")))
+        i += 1
+    return out

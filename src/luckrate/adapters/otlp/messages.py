@@ -40,6 +40,9 @@ class Message:
     failed: frozenset[str] = frozenset()
     """Call ids of the responses the message marks failed by the convention's own marker (``is_error``/
     ``isError: true``, ``status: "error"``, an ``error`` field), never by the words of the result."""
+    named: tuple[frames.NamedResult, ...] = ()
+    """Results a framework's own text gives with the tool they answer and no call id (frames.py): (tool,
+    result, failed by the framework's own report of the tool raising)."""
 
 
 def input_messages(rec: SpanRecord) -> list[Message] | None:
@@ -101,7 +104,7 @@ def by_order(messages: list[Message]) -> list[Message]:
             elif call_id in pending:
                 pending.remove(call_id)
             responses.append((call_id, result))
-        out.append(Message(m.role, m.texts, m.calls, tuple(responses), frozenset(failed)))
+        out.append(Message(m.role, m.texts, m.calls, tuple(responses), frozenset(failed), m.named))
     return out
 
 
@@ -116,6 +119,7 @@ def _semconv_message(obj: Any) -> Message | None:
     calls: list[Requested] = []
     responses: list[tuple[str | None, Any]] = []
     failed: list[str | None] = []
+    named: list[frames.NamedResult] = []
     for part in parts:
         if not isinstance(part, dict):
             continue
@@ -139,6 +143,9 @@ def _semconv_message(obj: Any) -> Message | None:
             elif role == "tool":
                 responses.append((None, content))
             elif role == "user":
+                content, failures = frames.failed_calls(content)
+                named.extend(failures)
+                named.extend(frames.trajectory_results(content))
                 texts.append(frames.user_fields(frames.task_text(content)))
             else:
                 texts.append(content)
@@ -153,7 +160,7 @@ def _semconv_message(obj: Any) -> Message | None:
         role = "assistant"
     elif role == "user" and responses and not any(t.strip() for t in texts):
         role = "tool"  # a framework's tool results framed as user text: not the user's words
-    return Message(role, tuple(texts), tuple(calls), tuple(responses), _failed(failed))
+    return Message(role, tuple(texts), tuple(calls), tuple(responses), _failed(failed), tuple(named))
 
 
 _ASKING = frozenset({"assistant", "ai", "model", "tool-call"})
