@@ -233,3 +233,46 @@ def test_results_only_in_a_trajectory_reach_their_steps():
     ]
     assert "attacker@evil.example" in (traj.steps[1].result or "")
     assert traj.input == "What does https://shop.example/faq say about refunds for order ORD-12345?"
+
+
+@pytest.mark.parametrize(
+    "tool, result, reported",
+    [
+        ("lookup_order", "An error occurred when calling tool `lookup_order`:\nRuntimeError: down", True),
+        ("lookup_order", "Execution error in lookup_order: \nTraceback ...", True),
+        ("lookup_order", "Error executing tool 'lookup_order' with arguments {}: RuntimeError: down", True),
+        ("lookup_order", "An error occurred when calling tool `send_email`:\nRuntimeError: down", False),
+        ("lookup_order", "Error: order service unavailable", False),  # the tool's own words
+        ("lookup_order", "Note: Execution error in lookup_order: quoted", False),  # not the framework's report
+        ("lookup_order", None, False),
+    ],
+)
+def test_a_frameworks_own_report_of_a_tool_raising(tool, result, reported):
+    assert frames.reports_failure(tool, result) is reported
+
+
+@pytest.mark.parametrize(
+    "stem",
+    ["failing_loop.span_only.qwen-agent", "failing_loop.span_only.bedrock", "failing_loop.event_only.bedrock"],
+)
+def test_failures_recorded_only_in_the_result_fail_their_steps(stem):
+    # Qwen-Agent catches the tool's exception and returns its own report as the result (the span's status
+    # stays unset); a Bedrock Converse loop answers `status: "error"` with a JSON block `{"error": ...}`, and
+    # the instrumentation keeps the blocks but drops the status. Both read as a call repeated after it
+    # succeeded (`repeat`) instead of a failing loop.
+    traj = _capture(stem)
+    assert [(s.tool, s.failed) for s in traj.steps] == [
+        ("lookup_order", True),
+        ("lookup_order", True),
+        ("lookup_order", True),
+        ("escalate_to_human", False),
+    ]
+
+
+def test_bedrock_result_blocks_read_as_what_they_hold():
+    traj = _capture("clean.span_only.bedrock")
+    assert [s.result for s in traj.steps] == [
+        '{"order_id": "ORD-12345", "status": "delivered", "amount": 129}',
+        "refund R-778 issued",
+        "sent",
+    ]

@@ -169,3 +169,19 @@ def trajectory_results(text: str) -> list[NamedResult]:
             out.append((name, observed, observed.startswith(f"Execution error in {name}:")))
         i += 1
     return out
+
+
+_FAILURE_REPORTS = (
+    "An error occurred when calling tool `{tool}`:",  # Qwen-Agent, in place of the tool's result
+    "Execution error in {tool}: ",  # DSPy's ReAct, as the observation
+    "Error executing tool '{tool}' with arguments ",  # smolagents, in the next user message
+)
+
+
+def reports_failure(tool: str, result: str | None) -> bool:
+    """Whether a result is a framework's own report that this tool raised: a fixed text of the framework's
+    (Qwen-Agent, DSPy, smolagents) naming the tool, at the start of the result. A tool's own words ("Error:
+    ...") never are."""
+    if not result or tool not in result[:300]:
+        return False
+    return any(result.startswith(t.format(tool=tool)) for t in _FAILURE_REPORTS)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from luckrate.adapters.otlp import frames
 from luckrate.adapters.otlp.conventions import ANSWER_TOOLS
 from luckrate.adapters.otlp.messages import Message
 from luckrate.adapters.otlp.payloads import args_match, parse_args, result_text
@@ -113,8 +114,23 @@ def join(
     tool may never have run). Where no model input holds a result by call id (content off, a convention
     that sends results without ids such as smolagents' observations, a trace that ends at the request)
     nothing can show a result came back, and a request without a call id cannot be matched to one: both
-    stay steps. A request for a framework's answer tool (``conventions.ANSWER_TOOLS``) that no tool span
+    stay steps. A result that is a framework's own report of the tool raising (``frames.reports_failure``)
+    fails its step. A request for a framework's answer tool (``conventions.ANSWER_TOOLS``) that no tool span
     answers is the agent speaking to the user, never a step."""
+    joined = _join(calls, requests, responses, answer_tools, named)
+    return [
+        replace(c, error=c.result) if c.error is None and frames.reports_failure(c.tool, c.result) else c
+        for c in joined
+    ]
+
+
+def _join(
+    calls: list[Call],
+    requests: list[_Request],
+    responses: dict[str, Response],
+    answer_tools: frozenset[str],
+    named: dict[str, list[Response]] | None,
+) -> list[Call]:
     index = _Index(requests)
     by_tool = _ByTool(named or {})
     joined = [_join_one(c, index, responses, by_tool) for c in sorted(calls, key=lambda c: c.key)]

@@ -152,7 +152,7 @@ def _semconv_message(obj: Any) -> Message | None:
         elif kind == "tool_call" and isinstance(part.get("name"), str):
             calls.append(Requested(part["name"], part.get("arguments"), _id(part.get("id"))))
         elif kind == "tool_call_response":
-            result = part["response"] if "response" in part else part.get("result")
+            result = _blocks_result(part["response"] if "response" in part else part.get("result"))
             responses.append((_id(part.get("id")), result))
             if marked_failed(part) or marked_failed(result, envelope=False):
                 failed.append(_id(part.get("id")))
@@ -165,6 +165,23 @@ def _semconv_message(obj: Any) -> Message | None:
 
 _ASKING = frozenset({"assistant", "ai", "model", "tool-call"})
 """Roles whose text may hold the calls a framework repeats as text (frames.py)."""
+
+
+_RESULT_BLOCKS = frozenset({"text", "json"})
+
+
+def _blocks_result(result: Any) -> Any:
+    """A tool result given as Bedrock Converse content blocks (``[{"text": ...}]``, ``[{"json": {...}}]``) as
+    what the blocks hold: their texts joined, or a lone JSON block's value, so a result that is nothing but
+    an error object reads as one. Any other result as it is."""
+    if not isinstance(result, list) or not result or len(result) > MAX_MESSAGES:
+        return result
+    if not all(isinstance(b, dict) and len(b) == 1 and next(iter(b)) in _RESULT_BLOCKS for b in result):
+        return result
+    if len(result) == 1 and "json" in result[0]:
+        return result[0]["json"]
+    texts = [b.get("text") for b in result]
+    return "".join(t for t in texts if isinstance(t, str)) if all(isinstance(t, str) for t in texts) else result
 
 
 def marked_failed(value: Any, envelope: bool = True) -> bool:
