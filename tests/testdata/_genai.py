@@ -14,6 +14,7 @@ emits none). Only the OTel SDK is imported here; the frameworks are the scripts'
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -50,6 +51,40 @@ def tools(scenario: Scenario, coroutines: bool = False) -> list[Callable[..., An
         cancel_order_async.__name__ = cancel_order_async.__qualname__ = "cancel_order"
         return [*fns, cancel_order_async]
     return [*fns, cancel_order]
+
+
+def chat_completion(scenario: Scenario, body: dict[str, Any], model: str = "scripted-chat") -> dict[str, Any]:
+    """An OpenAI chat-completions reply to ``body``: the scenario's next turn, picked by how many assistant
+    messages the request holds (tool calls with ids ``call_<turn>_<n>``, a question back to the user, or the
+    answer), so a framework that resends its history gets the right turn in a later run too."""
+    from tests.scenarios import Ask
+    from tests.testdata._capture import model_turn
+
+    turn = sum(1 for m in body.get("messages", ()) if isinstance(m, dict) and m.get("role") == "assistant")
+    reply = model_turn(scenario.turns, scenario.answer, turn)
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    if isinstance(reply, Ask):
+        message["content"], finish = reply.text, "stop"
+    elif isinstance(reply, str):
+        message["content"], finish = reply, "stop"
+    else:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{turn}_{n}",
+                "type": "function",
+                "function": {"name": c.tool, "arguments": json.dumps(c.args)},
+            }
+            for n, c in enumerate(reply)
+        ]
+        finish = "tool_calls"
+    return {
+        "id": f"chatcmpl-{turn}",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
 
 
 def environment(mode: str) -> dict[str, str]:
