@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from luckrate.adapters.otlp import frames
-from luckrate.adapters.otlp.messages import Message, by_order, input_messages, output_messages
+from luckrate.adapters.otlp.messages import Message, by_order, distinct_ids, input_messages, output_messages
 from luckrate.adapters.otlp.payloads import Requested
 from luckrate.adapters.otlp.spans import new_record
 
@@ -276,3 +276,55 @@ def test_bedrock_result_blocks_read_as_what_they_hold():
         "refund R-778 issued",
         "sent",
     ]
+
+
+def test_call_ids_made_up_per_message_stay_apart():
+    # google-genai's instrumentation names each message's calls <tool>_<n>: a tool called in two turns got
+    # the same id twice, and both steps the first call's result (the second order read as the first's).
+    traj = _capture("lookup_twice.span_only.google-genai")
+    assert [
+        (s.call_id, s.args["order_id"], "ORD-1" in (s.result or ""), "ORD-2" in (s.result or "")) for s in traj.steps
+    ] == [
+        ("lookup_order_0", "ORD-1", True, False),
+        ("lookup_order_0#1", "ORD-2", False, True),
+    ]
+
+
+def test_distinct_ids_number_a_reused_id_by_order():
+    first, second = Requested("a", {}, "a_0"), Requested("a", {"x": 1}, "a_0")
+    messages = [
+        Message("assistant", calls=(first,)),
+        Message("tool", responses=(("a_0", "one"),)),
+        Message("assistant", calls=(second,)),
+        Message("tool", responses=(("a_0", "two"),), failed=frozenset({"a_0"})),
+    ]
+    out = distinct_ids(messages)
+    assert [(m.calls, m.responses, m.failed) for m in out] == [
+        ((first,), (), frozenset()),
+        ((), (("a_0", "one"),), frozenset()),
+        ((Requested("a", {"x": 1}, "a_0#1"),), (), frozenset()),
+        ((), (("a_0#1", "two"),), frozenset({"a_0#1"})),
+    ]
+    assert distinct_ids(messages[:2]) == messages[:2]
+
+
+def test_a_reply_merged_into_a_result_is_the_users_only_where_the_run_vouches_for_it():
+    # smolagents merges the user's reply into the observation before it ("<result>\nNew task:\n<reply>"): the
+    # reply was lost, and `confirm` flagged a confirmed cancel. A tool's result can end with the same words, so
+    # the words count as the user's only where an agent span records them as the run's input.
+    from luckrate.adapters.otlp.turns import _spoken
+
+    merged = _inputs(
+        [
+            {
+                "role": "MessageRole.USER",
+                "parts": [{"type": "text", "content": "Observation:\nShall I?\nNew task:\nYes."}],
+            }
+        ]
+    )
+    assert [(m.role, m.responses, m.framed) for m in merged] == [("tool", ((None, "Shall I?"),), ("Yes.",))]
+    assert _spoken(merged) == []
+    assert _spoken(merged, frozenset({"Yes."})) == [("user", "Yes.")]
+    traj = _capture("confirmed.span_only.smolagents")
+    cancel = next(s.index for s in traj.steps if s.tool == "cancel_order")
+    assert ("user", "Yes, go ahead.", cancel) in [(m.role, m.text, m.before_step) for m in traj.messages]

@@ -17,12 +17,12 @@ import pytest
 from luckrate.adapters.otlp import read_otlp_files
 from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
-from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS
+from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SAME_TOOL_TWICE, SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[2]
 GENAI = ROOT / "tests" / "testdata" / "genai"
 SPEC = spec_for(load_specs(ROOT / "examples" / "spec.py"), None)
-BY_NAME = {s.name: s for s in SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP,)}
+BY_NAME = {s.name: s for s in SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP, SAME_TOOL_TWICE)}
 CAPTURES = sorted(p.name[: -len(".traces.otlp")] for p in GENAI.glob("*.traces.otlp"))
 
 NO_STEPS = {"smolagents", "google-genai", "bedrock"}
@@ -37,11 +37,10 @@ FAILURES_IN_CONTENT_ONLY = {"qwen-agent"}
 """Frameworks that catch a tool's exception and hand the model their own report as its result, leaving the
 tool span's status unset: without content the failures are not recorded (with it, the report is read)."""
 KNOWN_WRONG = {
-    ("smolagents", m, "confirmed"): (
-        "smolagents merges the user's reply into the user-role message before it (the observation of its "
-        "final_answer): the reply is text a tool result could also have written, so it is not read as consent"
+    ("smolagents", "event_only", "confirmed"): (
+        "smolagents merges the user's reply into the observation before it, where a tool's result could have "
+        "written it; with EVENT_ONLY no agent span records the reply as the user's, so it is not read as consent"
     )
-    for m in ("span_only", "event_only", "span_and_event")
 }
 """Captures still graded wrong, with why: expected to fail (strict), so a fix shows."""
 

@@ -100,6 +100,17 @@ def observation(text: str) -> tuple[str | None, str] | None:
     return call_id, text[len(OBSERVATION) :]
 
 
+def merged_task(result: str) -> tuple[str, str | None]:
+    """An observation's result and the user's next task a framework merged into the same message
+    (smolagents joins consecutive user-role messages: ``<result>\nNew task:\n<text>``), split at the last
+    such line; ``(result, None)`` when there is none. A tool's result could end with the same words, so the
+    task is the user's only where the run records it as the user's elsewhere (``Message.framed``)."""
+    at = result.rfind("\n" + TASK)
+    if at < 0:
+        return result, None
+    return result[:at], result[at + 1 + len(TASK) :]
+
+
 _SECTION = re.compile(r"^\[\[ ## ([A-Za-z0-9_]+) ## \]\]$", re.MULTILINE)
 
 

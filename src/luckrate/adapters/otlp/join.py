@@ -17,7 +17,7 @@ from typing import Any
 
 from luckrate.adapters.otlp import frames
 from luckrate.adapters.otlp.conventions import ANSWER_TOOLS
-from luckrate.adapters.otlp.messages import Message
+from luckrate.adapters.otlp.messages import Message, numbered
 from luckrate.adapters.otlp.payloads import args_match, parse_args, result_text
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.core.frozen import fast_init
@@ -61,11 +61,13 @@ class _Request:
 def requests_from(models: Sequence[tuple[SpanRecord, list[Message], str | None]]) -> list[_Request]:
     """The calls the model spans asked for, in the order the models finished."""
     out = []
+    seen: dict[str, int] = {}
     for rec, messages, agent in sorted(models, key=lambda m: (m[0].end_ns, m[0].start_ns, m[0].span_id)):
         calls = [c for m in messages for c in m.calls]
         for i, call in enumerate(calls):
             args, parsed = parse_args(call.args)
-            out.append(_Request(rec, i, call.name, args, parsed, call.args is not None, call.call_id, agent))
+            call_id = numbered(call.call_id, seen) if call.call_id else None  # as messages.distinct_ids does
+            out.append(_Request(rec, i, call.name, args, parsed, call.args is not None, call_id, agent))
     return out
 
 

@@ -43,6 +43,9 @@ class Message:
     named: tuple[frames.NamedResult, ...] = ()
     """Results a framework's own text gives with the tool they answer and no call id (frames.py): (tool,
     result, failed by the framework's own report of the tool raising)."""
+    framed: tuple[str, ...] = ()
+    """The user's words as a framework merged them into text a tool's result could also have written
+    (frames.merged_task): the user's only where the run records them as the user's elsewhere (turns.py)."""
 
 
 def input_messages(rec: SpanRecord) -> list[Message] | None:
@@ -81,7 +84,44 @@ def _from_semconv(raw: Any) -> list[Message]:
         value = [value]
     if not isinstance(value, list):
         return [Message("user", texts=(str(value),))]  # a plain non-JSON string
-    return by_order([m for m in map(_semconv_message, value[:MAX_MESSAGES]) if m is not None])
+    return distinct_ids(by_order([m for m in map(_semconv_message, value[:MAX_MESSAGES]) if m is not None]))
+
+
+def distinct_ids(messages: list[Message]) -> list[Message]:
+    """The messages with a call id that comes back for a later call made distinct by order: the ``k``-th call
+    asking with an id already used (and the ``k``-th result naming it) gets ``<id>#<k>``. An instrumentation
+    that makes ids up per message (``<tool>_<n>``) names every first call of a tool the same; without this
+    each later call would be joined to the first one's result. ``join.requests_from`` numbers the model's
+    requests the same way."""
+    asked: dict[str, int] = {}
+    for m in messages:
+        for c in m.calls:
+            if c.call_id:
+                asked[c.call_id] = asked.get(c.call_id, 0) + 1
+    if all(n == 1 for n in asked.values()):
+        return messages
+    seen_calls: dict[str, int] = {}
+    seen_results: dict[str, int] = {}
+    out = []
+    for m in messages:
+        calls = tuple(Requested(c.name, c.args, numbered(c.call_id, seen_calls)) if c.call_id else c for c in m.calls)
+        renamed = {}
+        responses = []
+        for call_id, result in m.responses:
+            if call_id:
+                renamed[call_id] = new = numbered(call_id, seen_results)
+                call_id = new
+            responses.append((call_id, result))
+        failed = frozenset(renamed.get(i, i) for i in m.failed)
+        out.append(Message(m.role, m.texts, calls, tuple(responses), failed, m.named, m.framed))
+    return out
+
+
+def numbered(call_id: str, seen: dict[str, int]) -> str:
+    """``call_id`` the first time ``seen`` counts it, ``<call_id>#<k>`` the ``k``-th time after."""
+    k = seen.get(call_id, 0)
+    seen[call_id] = k + 1
+    return call_id if k == 0 else f"{call_id}#{k}"
 
 
 def by_order(messages: list[Message]) -> list[Message]:
@@ -104,7 +144,7 @@ def by_order(messages: list[Message]) -> list[Message]:
             elif call_id in pending:
                 pending.remove(call_id)
             responses.append((call_id, result))
-        out.append(Message(m.role, m.texts, m.calls, tuple(responses), frozenset(failed), m.named))
+        out.append(Message(m.role, m.texts, m.calls, tuple(responses), frozenset(failed), m.named, m.framed))
     return out
 
 
@@ -120,6 +160,7 @@ def _semconv_message(obj: Any) -> Message | None:
     responses: list[tuple[str | None, Any]] = []
     failed: list[str | None] = []
     named: list[frames.NamedResult] = []
+    framed: list[str] = []
     for part in parts:
         if not isinstance(part, dict):
             continue
@@ -139,7 +180,9 @@ def _semconv_message(obj: Any) -> Message | None:
                 continue
             observed = frames.observation(content) if role in ("user", "tool") else None
             if observed is not None:
-                responses.append(observed)
+                result, task = frames.merged_task(observed[1])
+                responses.append((observed[0], result))
+                framed.extend([task] if task else [])
             elif role == "tool":
                 responses.append((None, content))
             elif role == "user":
@@ -160,7 +203,7 @@ def _semconv_message(obj: Any) -> Message | None:
         role = "assistant"
     elif role == "user" and responses and not any(t.strip() for t in texts):
         role = "tool"  # a framework's tool results framed as user text: not the user's words
-    return Message(role, tuple(texts), tuple(calls), tuple(responses), _failed(failed), tuple(named))
+    return Message(role, tuple(texts), tuple(calls), tuple(responses), _failed(failed), tuple(named), tuple(framed))
 
 
 _ASKING = frozenset({"assistant", "ai", "model", "tool-call"})

@@ -66,7 +66,9 @@ def conversation(
     spans, read for GenAI message events only when no model recorded its input; ``agents`` (called only
     then: agent spans with their messages) are read the way model calls are, last: a framework whose model spans hold no
     content may record the run's input and reply on its agent span (Semantic Kernel)."""
-    out = _placed(models, starts)
+    framed = any(m.framed for _, inputs, _ in models for m in inputs or ())
+    vouched = _agent_inputs(agents()) if framed and agents is not None else frozenset()
+    out = _placed(models, starts, vouched)
     if not out:
         out = _event_messages(others, starts)
     if not out and agents is not None:
@@ -74,13 +76,21 @@ def conversation(
     return tuple(out)
 
 
-def _placed(models: Recorded, starts: Sequence[int]) -> list[Message]:
+def _agent_inputs(agents: Recorded) -> frozenset[str]:
+    """The user's words the agent spans record as a run's input: what vouches for words a framework merged into
+    a tool's result (``Message.framed``)."""
+    return frozenset(
+        t.strip() for _, inputs, _ in agents for m in inputs or () if m.role in ("user", "human") for t in m.texts
+    )
+
+
+def _placed(models: Recorded, starts: Sequence[int], vouched: frozenset[str] = frozenset()) -> list[Message]:
     said: list[Spoken] = []
     out: list[Message] = []
     for rec, inputs, outputs in sorted(models, key=lambda m: (m[0].start_ns, m[0].end_ns, m[0].span_id)):
         if inputs is None:
             continue
-        history = _spoken(inputs)
+        history = _spoken(inputs, vouched)
         if history[: len(said)] != said:
             continue  # not this conversation: another agent's own context
         at = bisect_left(starts, rec.start_ns)
@@ -100,9 +110,10 @@ def _answer_text(args: Any) -> str:
     return "\n".join(values)
 
 
-def _spoken(messages: Sequence[ModelMessage]) -> list[Spoken]:
-    out = []
+def _spoken(messages: Sequence[ModelMessage], vouched: frozenset[str] = frozenset()) -> list[Spoken]:
+    out: list[Spoken] = []
     for m in messages:
+        out.extend((USER, t.strip()) for t in m.framed if t.strip() in vouched)
         text = "\n".join(t for t in m.texts if captured(t))
         if m.role in ("assistant", "ai", "model") and m.calls and all(c.name in ANSWER_TOOLS for c in m.calls):
             # A framework that answers by a tool call: its arguments are the message (the text beside it,
