@@ -6,7 +6,8 @@ The model is a scripted Gemini API on 127.0.0.1 (``_capture.JsonServer``) answer
 the scenario's next turn as ``functionCall`` parts (no call ids, as Gemini sends them), picked by how many
 ``model`` turns the request holds, then the answer. The functions are tests/scenarios.py's scripted tools; a
 function that raises is reported to the model by the SDK itself (in the ``functionResponse``). After an
-``Ask`` turn the user's reply is sent in the same chat (``client.chats``). See README.md here and
+``Ask`` turn the user's reply is sent in the same chat (``client.chats``). Beside the shared scenarios,
+``SAME_TOOL_TWICE``: the instrumentation makes call ids up per message, so both its calls are ``lookup_order_0``. See README.md here and
 tests/testdata/_genai.py (modes and files).
 """
 
@@ -23,7 +24,7 @@ from google import genai  # noqa: E402
 from google.genai import types  # noqa: E402
 from opentelemetry.instrumentation.google_genai import GoogleGenAiSdkInstrumentor  # noqa: E402
 
-from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Ask, Scenario  # noqa: E402
+from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SAME_TOOL_TWICE, SCENARIOS, Ask, Scenario  # noqa: E402
 from tests.testdata._capture import JsonServer, model_turn  # noqa: E402
 from tests.testdata._genai import main, tools  # noqa: E402
 
@@ -67,4 +68,4 @@ def run(scenario: Scenario) -> None:
 
 
 if __name__ == "__main__":
-    main(__file__, "google-genai", instrument, run, SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP,))
+    main(__file__, "google-genai", instrument, run, SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP, SAME_TOOL_TWICE))
