@@ -33,8 +33,20 @@ _ENUM_REPR = re.compile(r"^<?[A-Za-z_][A-Za-z0-9_]*\.([A-Za-z_][A-Za-z0-9_]*)(?:
 _ROLE_ALIASES = {"function": "tool", "tool-response": "tool", "tool_response": "tool", "tool_call": "tool-call"}
 
 
+_PLAIN_ROLES = frozenset({"user", "assistant", "system", "tool", "developer", "model", "human", "ai"})
+
+
+def framed(text: str) -> bool:
+    """Whether a text may hold any of the framings read here: a few substring scans, so most text (which holds
+    none) costs little. Every framing has a line ending in a colon, a ``[[ ## `` section, a tool's failure
+    report, or starts with ``{`` (a message's repr)."""
+    return ":\n" in text or "[[ ## " in text or text[:1] == "{" or "Error executing tool '" in text
+
+
 def role(raw: Any) -> str:
     """The message's role as text: an enum's ``str()`` or repr as the member's role, case-folded."""
+    if raw in _PLAIN_ROLES:
+        return str(raw)
     text = str(raw or "").strip()
     if "." in text:
         found = _ENUM_REPR.match(text)
@@ -193,6 +205,6 @@ def reports_failure(tool: str, result: str | None) -> bool:
     """Whether a result is a framework's own report that this tool raised: a fixed text of the framework's
     (Qwen-Agent, DSPy, smolagents) naming the tool, at the start of the result. A tool's own words ("Error:
     ...") never are."""
-    if not result or tool not in result[:300]:
+    if not result or result[0] not in "AEa" or tool not in result[:300]:
         return False
     return any(result.startswith(t.format(tool=tool)) for t in _FAILURE_REPORTS)

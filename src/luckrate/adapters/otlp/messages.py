@@ -93,12 +93,8 @@ def distinct_ids(messages: list[Message]) -> list[Message]:
     that makes ids up per message (``<tool>_<n>``) names every first call of a tool the same; without this
     each later call would be joined to the first one's result. ``join.requests_from`` numbers the model's
     requests the same way."""
-    asked: dict[str, int] = {}
-    for m in messages:
-        for c in m.calls:
-            if c.call_id:
-                asked[c.call_id] = asked.get(c.call_id, 0) + 1
-    if all(n == 1 for n in asked.values()):
+    ids = [c.call_id for m in messages for c in m.calls if c.call_id]
+    if len(ids) == len(set(ids)):
         return messages
     seen_calls: dict[str, int] = {}
     seen_results: dict[str, int] = {}
@@ -167,6 +163,9 @@ def _semconv_message(obj: Any) -> Message | None:
         kind = part.get("type")
         if kind == "text" and isinstance(part.get("content"), str):
             content = part["content"]
+            if role == "system" or (role != "tool" and not frames.framed(content)):
+                texts.append(content)  # most text: no framework framing to read (one scan)
+                continue
             if role in _ASKING:
                 embedded = _embedded_chat_message(content)
                 listed = frames.text_calls(content) if embedded is None else None
