@@ -58,6 +58,9 @@ def _inputs(messages: list[dict]) -> list[Message]:
         ("function", "tool"),
         ("", ""),
         ("a.b.c", "a.b.c"),  # not an enum's text
+        (["user"], "['user']"),  # attacker-sent shapes never raise
+        ({"role": "user"}, "{'role': 'user'}"),
+        (None, ""),
     ],
 )
 def test_roles_written_as_an_enum_read_as_the_role(raw, role):

@@ -45,8 +45,8 @@ def framed(text: str) -> bool:
 
 def role(raw: Any) -> str:
     """The message's role as text: an enum's ``str()`` or repr as the member's role, case-folded."""
-    if raw in _PLAIN_ROLES:
-        return str(raw)
+    if isinstance(raw, str) and raw in _PLAIN_ROLES:
+        return raw
     text = str(raw or "").strip()
     if "." in text:
         found = _ENUM_REPR.match(text)
@@ -160,8 +160,10 @@ _RETRY = (
     "\nNow let's retry: take care not to repeat previous errors! If you have retried several times, "
     "try a completely different approach.\n"
 )
+# One line, bounded: a text of many unfinished reports costs linear time, not quadratic. (An exception message
+# of several lines is not read as a report.)
 _TOOL_ERROR = re.compile(
-    r"\nError:\n(Error executing tool '([^'\n]+)' with arguments .*?\nPlease try again or use another tool)"
+    r"\nError:\n(Error executing tool '([^'\n]{1,200})' with arguments [^\n]{0,4000}\nPlease try again or use another tool)"
     + re.escape(_RETRY),
     re.DOTALL,
 )
