@@ -7,6 +7,8 @@ name made before the tool started). A join fills in the call id; where the tool 
 arguments or only a bare value, the model's arguments; where it recorded no result, the result the model
 was sent. A requested call that no tool span answers is still a step when its result came back to the
 model: the caller ran it, the trace just has no span for the execution (a hand-written tool loop).
+Results a framework's text gives with their tool but no call id (frames.py) go to that tool's unanswered
+calls in order.
 """
 
 from __future__ import annotations

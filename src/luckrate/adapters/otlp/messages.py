@@ -12,6 +12,11 @@
   responses).
 
 A tool message's result is marked failed only by the fields a convention defines (``marked_failed``).
+
+A framework's own encoding inside GenAI messages (roles as an enum's text, earlier calls and results repeated
+as text, DSPy's field sections) is read back by frames.py; tool results with no call id answer the calls
+before them by order (``by_order``), and call ids an instrumentation reuses are numbered apart
+(``distinct_ids``).
 """
 
 from __future__ import annotations
