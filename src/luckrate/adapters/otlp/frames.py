@@ -33,7 +33,7 @@ _ENUM_REPR = re.compile(r"^<?[A-Za-z_][A-Za-z0-9_]*\.([A-Za-z_][A-Za-z0-9_]*)(?:
 _ROLE_ALIASES = {"function": "tool", "tool-response": "tool", "tool_response": "tool", "tool_call": "tool-call"}
 
 
-_PLAIN_ROLES = frozenset({"user", "assistant", "system", "tool", "developer", "model", "human", "ai"})
+PLAIN_ROLES = frozenset({"user", "assistant", "system", "tool", "developer", "model", "human", "ai"})
 
 
 def framed(text: str) -> bool:
@@ -45,7 +45,7 @@ def framed(text: str) -> bool:
 
 def role(raw: Any) -> str:
     """The message's role as text: an enum's ``str()`` or repr as the member's role, case-folded."""
-    if isinstance(raw, str) and raw in _PLAIN_ROLES:
+    if isinstance(raw, str) and raw in PLAIN_ROLES:
         return raw
     text = str(raw or "").strip()
     if "." in text:

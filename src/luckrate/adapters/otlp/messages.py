@@ -89,7 +89,22 @@ def _from_semconv(raw: Any) -> list[Message]:
         value = [value]
     if not isinstance(value, list):
         return [Message("user", texts=(str(value),))]  # a plain non-JSON string
-    return distinct_ids(by_order([m for m in map(_semconv_message, value[:MAX_MESSAGES]) if m is not None]))
+    out: list[Message] = []
+    unnamed = False
+    ids: list[str] = []
+    for obj in value[:MAX_MESSAGES]:
+        m = _semconv_message(obj)
+        if m is None:
+            continue
+        out.append(m)
+        for call_id, _ in m.responses:
+            unnamed = unnamed or call_id is None
+        for c in m.calls:
+            if c.call_id:
+                ids.append(c.call_id)
+    if unnamed:
+        out = by_order(out)
+    return distinct_ids(out) if len(ids) != len(set(ids)) else out
 
 
 def distinct_ids(messages: list[Message]) -> list[Message]:
@@ -129,7 +144,10 @@ def by_order(messages: list[Message]) -> list[Message]:
     """The messages with each tool result that names no call id given the id of the call it answers by order
     within the list: the earliest call (with an id) asked for before it that no result has answered yet. A
     result that names its id answers that call."""
-    if not any(call_id is None for m in messages for call_id, _ in m.responses):
+    for m in messages:
+        if m.responses and any(call_id is None for call_id, _ in m.responses):
+            break
+    else:
         return messages
     pending: list[str] = []
     out = []
@@ -152,7 +170,8 @@ def by_order(messages: list[Message]) -> list[Message]:
 def _semconv_message(obj: Any) -> Message | None:
     if not isinstance(obj, dict):
         return None
-    role = frames.role(obj.get("role"))
+    raw = obj.get("role")
+    role = raw if raw.__class__ is str and raw in frames.PLAIN_ROLES else frames.role(raw)
     parts = obj.get("parts")
     if not isinstance(parts, list):
         return _chat_message({**obj, "role": role})  # an OpenAI chat-completions dict instead of parts

@@ -66,8 +66,7 @@ def conversation(
     spans, read for GenAI message events only when no model recorded its input; ``agents`` (called only
     then: agent spans with their messages) are read the way model calls are, last: a framework whose model spans hold no
     content may record the run's input and reply on its agent span (Semantic Kernel)."""
-    framed = any(m.framed for _, inputs, _ in models for m in inputs or ())
-    vouched = _agent_inputs(agents()) if framed and agents is not None else frozenset()
+    vouched = _Vouched(agents)
     out = _placed(models, starts, vouched)
     if not out:
         out = _event_messages(others, starts)
@@ -76,15 +75,31 @@ def conversation(
     return tuple(out)
 
 
-def _agent_inputs(agents: Recorded) -> frozenset[str]:
+class _Vouched:
     """The user's words the agent spans record as a run's input: what vouches for words a framework merged into
-    a tool's result (``Message.framed``)."""
-    return frozenset(
-        t.strip() for _, inputs, _ in agents for m in inputs or () if m.role in ("user", "human") for t in m.texts
-    )
+    a tool's result (``Message.framed``). Read from the agent spans only when such words come up."""
+
+    def __init__(self, agents: Callable[[], Recorded] | None):
+        self._agents = agents
+        self._texts: frozenset[str] | None = None
+
+    def __contains__(self, text: object) -> bool:
+        if self._texts is None:
+            recorded = self._agents() if self._agents is not None else ()
+            self._texts = frozenset(
+                t.strip()
+                for _, inputs, _ in recorded
+                for m in inputs or ()
+                if m.role in ("user", "human")
+                for t in m.texts
+            )
+        return text in self._texts
 
 
-def _placed(models: Recorded, starts: Sequence[int], vouched: frozenset[str] = frozenset()) -> list[Message]:
+_NOBODY = _Vouched(None)
+
+
+def _placed(models: Recorded, starts: Sequence[int], vouched: _Vouched | frozenset[str] = _NOBODY) -> list[Message]:
     said: list[Spoken] = []
     out: list[Message] = []
     for rec, inputs, outputs in sorted(models, key=lambda m: (m[0].start_ns, m[0].end_ns, m[0].span_id)):
@@ -110,10 +125,11 @@ def _answer_text(args: Any) -> str:
     return "\n".join(values)
 
 
-def _spoken(messages: Sequence[ModelMessage], vouched: frozenset[str] = frozenset()) -> list[Spoken]:
+def _spoken(messages: Sequence[ModelMessage], vouched: _Vouched | frozenset[str] = _NOBODY) -> list[Spoken]:
     out: list[Spoken] = []
     for m in messages:
-        out.extend((USER, t.strip()) for t in m.framed if t.strip() in vouched)
+        if m.framed:
+            out.extend((USER, t.strip()) for t in m.framed if t.strip() in vouched)
         text = "\n".join(t for t in m.texts if captured(t))
         if m.role in ("assistant", "ai", "model") and m.calls and all(c.name in ANSWER_TOOLS for c in m.calls):
             # A framework that answers by a tool call: its arguments are the message (the text beside it,
