@@ -65,6 +65,7 @@ def test_there_are_captures_of_every_mode():
         "google-genai",
         "qwen-agent",
         "bedrock",
+        "openai-agents-responses",
     }
 
 

@@ -103,13 +103,15 @@ def main(
     instrument: Callable[[Any, Any], None],
     run: Callable[[Scenario], None],
     scenarios: Sequence[Scenario],
+    flags: Sequence[str] = (),
 ) -> None:
     """With no argument: run this script once per mode, each in its own process with the mode's environment.
     With a mode: instrument (``instrument(tracer_provider, logger_provider)``) and ``run`` each scenario under
-    its root span, writing its two files beside ``script``."""
+    its root span, writing its two files beside ``script``. ``flags`` go to each mode's process (before the
+    mode): the script's own variants."""
     if len(sys.argv) < 2:
         for mode in MODES:
-            subprocess.run([sys.executable, script, mode], check=True, env={**os.environ, **environment(mode)})
+            subprocess.run([sys.executable, script, *flags, mode], check=True, env={**os.environ, **environment(mode)})
         return
     mode = sys.argv[1]
     assert os.environ.get(CONTENT) == MODES[mode], f"run {script} without arguments (it sets {CONTENT})"
