@@ -331,3 +331,35 @@ def test_a_reply_merged_into_a_result_is_the_users_only_where_the_run_vouches_fo
     traj = _capture("confirmed.span_only.smolagents")
     cancel = next(s.index for s in traj.steps if s.tool == "cancel_order")
     assert ("user", "Yes, go ahead.", cancel) in [(m.role, m.text, m.before_step) for m in traj.messages]
+
+
+def test_a_section_framed_reply_says_its_output_fields():
+    # DSPy's extract step answers in sections: the agent's words were the whole framed text (reasoning and
+    # markers included), which no later history matched, so a user's reply to its question was dropped.
+    reply = "[[ ## reasoning ## ]]\nChecked.\n\n[[ ## answer ## ]]\nShall I cancel it?\n\n[[ ## completed ## ]]"
+    assert frames.reply_fields(reply) == "Shall I cancel it?"
+    unsaid = "[[ ## next_thought ## ]]\nNone\n\n[[ ## next_tool_name ## ]]\nNone\n\n[[ ## next_tool_args ## ]]\nNone"
+    assert frames.reply_fields(unsaid) is None and frames.unsaid(unsaid) and frames.text_calls(unsaid) is None
+    assert frames.reply_fields("plain words") is None and not frames.unsaid("plain words")
+    request = "[[ ## request ## ]]\nCancel it.\n\nRespond with the corresponding output fields, starting with ..."
+    assert frames.user_fields(request) == "Cancel it."
+
+
+def test_an_agent_message_resent_without_its_words_matches_what_it_said():
+    # DSPy resends an earlier ReAct call as a history whose step fields are None: read as text, that call's
+    # conversation no longer continued the one so far, and the user's reply was placed after the write.
+    from luckrate.adapters.otlp.turns import UNSEEN, _extends
+
+    said = [("user", "Cancel it."), ("agent", "Shall I?")]
+    assert _extends([("user", "Cancel it."), ("agent", UNSEEN), ("user", "Yes.")], said)
+    assert not _extends([("user", "Something else."), ("agent", UNSEEN)], said)
+    assert not _extends([("user", "Cancel it."), ("user", UNSEEN)], said)
+    traj = _capture("confirmed.event_only.dspy")
+    cancel = next(s.index for s in traj.steps if s.tool == "cancel_order")
+    placed = [(m.role, m.text, m.before_step) for m in traj.messages]
+    assert (
+        "agent",
+        "Order ORD-12345 was delivered (129). Cancelling it cannot be undone. Shall I cancel it?",
+        cancel,
+    ) in placed
+    assert ("user", "Yes, go ahead.", cancel) in placed

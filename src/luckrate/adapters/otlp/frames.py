@@ -74,7 +74,9 @@ def text_calls(text: str) -> list[Requested] | None:
         name = fields.get("next_tool_name", "").strip()
         if not name:
             return None
-        if name == "finish":
+        if name == "None":  # a field the framework left empty (a step in its history): no call, nothing said
+            return None
+        if name == "finish":  # the loop's end
             return []
         args = fields.get("next_tool_args")
         return [Requested(name, args.strip() if args is not None else None, None)]
@@ -150,7 +152,31 @@ def user_fields(text: str) -> str:
     if not fields:
         return text
     kept = [v for k, v in fields.items() if k != "trajectory" and not _STEP_FIELD.match(k) and v]
-    return "\n".join(kept)
+    return _unprompted("\n".join(kept))
+
+
+_PROMPT = "\n\nRespond with the corresponding output fields"
+
+
+def _unprompted(text: str) -> str:
+    """The text without the instruction DSPy appends to the last user message (``Respond with the
+    corresponding output fields, starting with ...``): the framework's words, not the user's."""
+    at = text.find(_PROMPT)
+    return text[:at] if at >= 0 else text
+
+
+_OWN_FIELDS = frozenset({"reasoning", "next_thought", "next_tool_name", "next_tool_args"})
+
+
+def reply_fields(text: str) -> str | None:
+    """The agent's words in a section-framed reply: its output fields but its reasoning and tool choice
+    (``reasoning``, ``next_*``) and fields the framework left empty (``None``); None when the text has no
+    sections or says nothing."""
+    if "[[ ## " not in text:
+        return None
+    fields = sections(text)
+    kept = [v for k, v in fields.items() if k not in _OWN_FIELDS and v and v != "None"]
+    return "\n".join(kept) if fields and kept else None
 
 
 NamedResult = tuple[str, Any, bool]
@@ -210,3 +236,9 @@ def reports_failure(tool: str, result: str | None) -> bool:
     if not result or result[0] not in "AEa" or tool not in result[:300]:
         return False
     return any(result.startswith(t.format(tool=tool)) for t in _FAILURE_REPORTS)
+
+
+def unsaid(text: str) -> bool:
+    """Whether a section-framed agent message says nothing: every output field empty or ``None`` (DSPy's
+    history of a step it kept only the request and answer of)."""
+    return "[[ ## " in text and bool(sections(text)) and reply_fields(text) is None

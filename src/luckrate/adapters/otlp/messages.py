@@ -199,7 +199,8 @@ def _semconv_message(obj: Any) -> Message | None:
                 elif listed is not None:
                     calls.extend(listed)
                 else:
-                    texts.append(content)
+                    said = frames.reply_fields(content)
+                    texts.append(content if said is None else said)
                 continue
             observed = frames.observation(content) if role in ("user", "tool") else None
             if observed is not None:

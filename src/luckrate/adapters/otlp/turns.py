@@ -24,6 +24,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from luckrate.adapters.otlp import frames
 from luckrate.adapters.otlp.join import Call
 from luckrate.adapters.otlp.messages import Message as ModelMessage
 from luckrate.adapters.otlp.messages import event_message
@@ -106,17 +107,34 @@ def _placed(models: Recorded, starts: Sequence[int], vouched: _Vouched | frozens
         if inputs is None:
             continue
         history = _spoken(inputs, vouched)
-        if history[: len(said)] != said:
+        if not _extends(history, said):
             continue  # not this conversation: another agent's own context
         at = bisect_left(starts, rec.start_ns)
         for role, text in history[len(said) :]:
-            out.append(Message(role, text, at))
-        said = history
+            if text is not UNSEEN:
+                out.append(Message(role, text, at))
+        said = said + [s for s in history[len(said) :]]
         reply = [s for s in _spoken(outputs or []) if s[0] == AGENT]
         for role, text in reply:
             out.append(Message(role, text, bisect_left(starts, rec.end_ns)))
         said = said + reply
     return out
+
+
+UNSEEN = "\x00unseen"
+"""The text of an agent message a framework resent without its words (DSPy's history for a step whose
+output fields it left ``None``): it matches whatever the agent said there, and is never placed."""
+
+
+def _extends(history: list[Spoken], said: list[Spoken]) -> bool:
+    """Whether a call's conversation continues the one so far: it starts with what was said, message by
+    message, an unseen agent message matching any agent message."""
+    if len(history) < len(said):
+        return False
+    for (role, text), (was_role, was) in zip(history, said):
+        if role != was_role or (text != was and text is not UNSEEN and was is not UNSEEN):
+            return False
+    return True
 
 
 def _answer_text(args: Any) -> str:
@@ -142,7 +160,7 @@ def _spoken(messages: Sequence[ModelMessage], vouched: _Vouched | frozenset[str]
         elif m.role in ("user", "human"):
             out.append((USER, text))
         elif m.role in ("assistant", "ai", "model") and not m.calls:
-            out.append((AGENT, text))
+            out.append((AGENT, UNSEEN if frames.unsaid(text) else text))
     return out
 
 
