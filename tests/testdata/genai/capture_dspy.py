@@ -6,8 +6,9 @@ chat-completions server on 127.0.0.1 (``_capture.JsonServer``). It answers each 
 ``ChatAdapter`` text format (``[[ ## field ## ]]`` sections): for each of the scenario's turns a
 ``next_thought`` / ``next_tool_name`` / ``next_tool_args`` step, then ReAct's ``finish``, then the extract
 step's ``reasoning`` / ``answer``. ReAct has no call ids; a tool that raises is caught by ReAct, which sends the
-model ``Execution error in <tool>: ...`` as the observation. A ReAct call takes one request and cannot ask the
-user back, so the ``confirmed`` scenario (a second user turn) is not captured here. See README.md here and
+model ``Execution error in <tool>: ...`` as the observation. A ReAct call takes one request: a question back
+to the user is a call's answer, and the user's reply the next call's request, with the conversation so far as
+a ``dspy.History`` input. See README.md here and
 tests/testdata/_genai.py (modes and files).
 """
 
@@ -26,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 import dspy  # noqa: E402
 from opentelemetry.instrumentation.genai.dspy import DSPyInstrumentor  # noqa: E402
 
-from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Scenario  # noqa: E402
+from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Ask, Scenario  # noqa: E402
 from tests.testdata._capture import JsonServer  # noqa: E402
 from tests.testdata._genai import main, tools  # noqa: E402
 
@@ -45,13 +46,19 @@ class ScriptedModel:
         self.server = JsonServer(lambda body: self.completion())
 
     def load(self, scenario: Scenario) -> None:
-        steps = [
-            sections(next_thought=f"I should call {c.tool}.", next_tool_name=c.tool, next_tool_args=c.args)
-            for turn in scenario.turns
-            for c in turn
-        ]
-        steps.append(sections(next_thought="I have what I need.", next_tool_name="finish", next_tool_args={}))
-        steps.append(sections(reasoning="The tools answered.", answer=scenario.answer))
+        """Per ReAct call (one per user message): a step per scripted call, ``finish``, then the extract
+        step's answer (the question, for a call that ends at an ``Ask``)."""
+        steps: list[str] = []
+        for turn in [*scenario.turns, None]:
+            if isinstance(turn, Ask) or turn is None:
+                steps.append(sections(next_thought="I have what I need.", next_tool_name="finish", next_tool_args={}))
+                answer = turn.text if isinstance(turn, Ask) else scenario.answer
+                steps.append(sections(reasoning="The tools answered.", answer=answer))
+                continue
+            steps.extend(
+                sections(next_thought=f"I should call {c.tool}.", next_tool_name=c.tool, next_tool_args=c.args)
+                for c in turn
+            )
         self.replies = steps
 
     def completion(self) -> dict[str, Any]:
@@ -75,13 +82,29 @@ def instrument(tracer_provider, logger_provider) -> None:
     dspy.configure(lm=lm)
 
 
+class Support(dspy.Signature):
+    """Help the customer with their orders."""
+
+    history: dspy.History = dspy.InputField()
+    request: str = dspy.InputField()
+    answer: str = dspy.OutputField()
+
+
 def run(scenario: Scenario) -> None:
+    """One ReAct call per user message; after an ``Ask`` the user's reply is the next call's request, with
+    the conversation so far as its ``dspy.History``."""
     MODEL.load(scenario)
-    agent = dspy.ReAct("request -> answer", tools=[dspy.Tool(f) for f in tools(scenario)], max_iters=8)
-    agent(request=scenario.user)
+    agent = dspy.ReAct(Support, tools=[dspy.Tool(f) for f in tools(scenario)], max_iters=8)
+    history: list[dict[str, Any]] = []
+    request = scenario.user
+    for reply in [t.reply for t in scenario.turns if isinstance(t, Ask)] + [None]:
+        answer = agent(history=dspy.History(messages=list(history)), request=request).answer
+        if reply is None:
+            break
+        history.append({"request": request, "answer": answer})
+        request = reply
     assert not MODEL.replies, MODEL.replies
 
 
 if __name__ == "__main__":
-    policy = tuple(s for s in POLICY_SCENARIOS if s.name != "confirmed")
-    main(__file__, "dspy", instrument, run, SCENARIOS + policy + (FAILING_LOOP,))
+    main(__file__, "dspy", instrument, run, SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP,))
