@@ -9,7 +9,7 @@ from typing import Any
 
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp.conventions import CONVENTIONS, classify, input_messages, output_messages
-from luckrate.adapters.otlp.join import Call, Response, join, requests_from
+from luckrate.adapters.otlp.join import Call, Response, join, named_responses, requests_from
 from luckrate.adapters.otlp.messages import Message, user_texts
 from luckrate.adapters.otlp.output import OutputRule, output_ok
 from luckrate.adapters.otlp.payloads import parse_args, result_text
@@ -88,7 +88,8 @@ class _Assembly:
         calls, captured = self._tool_calls()
         models = [(r, output_messages(r) or [], self.agent_of(r)) for r in self._spans(ModelRole)]
         answers = {r.span_id for r in self._spans(ToolRole) if self._tools[r.span_id].answer}
-        joined = sorted(join(calls, requests_from(models), self._responses()), key=lambda c: c.key)
+        responses, named = self._responses()
+        joined = sorted(join(calls, requests_from(models), responses, named=named), key=lambda c: c.key)
         others = [r for r in self.tree.spans if not isinstance(self.roles[r.span_id], ModelRole)]
         joined = [c for c in joined if c.key[2] not in answers]  # the answer call, and the request it answered
         messages = conversation(
@@ -230,16 +231,21 @@ class _Assembly:
             call_id=call.call_id,
         )
 
-    def _responses(self) -> dict[str, Response]:
+    def _responses(self) -> tuple[dict[str, Response], dict[str, list[Response]]]:
         """Tool results the models were sent, by call id (for calls with no tool span): the first model
-        call (in start order) whose input holds one is where the result came back."""
+        call (in start order) whose input holds one is where the result came back. Beside them, the results
+        a framework's text gives with their tool and no id (``join.named_responses``)."""
         out: dict[str, Response] = {}
-        for rec in sorted(self._spans(ModelRole), key=lambda r: (r.start_ns, r.end_ns, r.span_id)):
-            for message in self._inputs(rec) or ():
+        inputs = [
+            (rec, self._inputs(rec))
+            for rec in sorted(self._spans(ModelRole), key=lambda r: (r.start_ns, r.end_ns, r.span_id))
+        ]
+        for rec, messages in inputs:
+            for message in messages or ():
                 for call_id, result in message.responses:
                     if call_id and call_id not in out:
                         out[call_id] = Response(result, call_id in message.failed, rec.start_ns)
-        return out
+        return out, named_responses(inputs)
 
     def _root_agent(self) -> str | None:
         named = [r for r in self._spans(AgentRole) if self._agent_name(r)]
