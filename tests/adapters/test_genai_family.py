@@ -16,7 +16,8 @@ import pytest
 
 from luckrate.adapters.otlp import read_otlp_files
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
 from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SAME_TOOL_TWICE, SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -352,7 +352,7 @@ def _flat_call(entry: Any) -> Requested | None:
     if not isinstance(fn, dict):
         fn = tc
     name = fn.get("name")
-    if not isinstance(name, str):
+    if not isinstance(name, str) or not name:  # a call naming no tool is no call (not a step with tool '')
         return None
     return Requested(name, fn.get("arguments"), _id(tc.get("id")))
 
