@@ -140,7 +140,7 @@ def test_convention_modules_form_no_cycle():
     for convention in CONVENTIONS:
         module = convention.classify.__module__
         assert "luckrate.adapters.otlp.conventions" not in set(
-            imported_modules(otlp / f"{module.rsplit('.', 1)[1]}.py")
+            imported_modules(otlp / "conventions" / f"{module.rsplit('.', 1)[1]}.py")
         )
 
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from luckrate.adapters.otlp import (
-    compaction,
+from luckrate.adapters.otlp import compaction, spans
+from luckrate.adapters.otlp.conventions import (
     crewai_openinference,
     genai,
     google_adk,
@@ -24,7 +24,6 @@ from luckrate.adapters.otlp import (
     openinference,
     pydantic_ai,
     smolagents,
-    spans,
     strands,
     traceloop,
     traceloop_ai_sdk,
