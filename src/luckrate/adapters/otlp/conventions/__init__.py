@@ -137,6 +137,15 @@ PREFIXES = tuple(dict.fromkeys((*standard.PREFIXES, *(p for c in CONVENTIONS for
 VOCABULARY = frozenset(key for c in CONVENTIONS for key in c.vocabulary)
 """Keys whose values are a small vocabulary: kept, their values shared between buffered records."""
 
+_DEFINERS = (genai, strands, openinference, vercel_ai)
+"""The conventions that say where tool definitions are, in the order their keys are asked (GenAI's first)."""
+TOOL_DEFINITION_KEYS: dict[str, tuple[str, ...]] = {
+    part: tuple(m.TOOL_DEFINITIONS[part] for m in _DEFINERS if part in m.TOOL_DEFINITIONS)
+    for part in ("name", "description", "schema", "list", "prefix")
+}
+"""Attribute keys of a tool's ``name``, ``description`` and parameter ``schema``, of a JSON ``list`` of
+definitions, and the ``prefix`` of flattened definitions: what ``luckrate suggest`` reads (definitions.py)."""
+
 
 def interning() -> Interning:
     """Fresh compaction tables that keep every registered convention's keys: one per buffer's owner."""

@@ -34,6 +34,14 @@ KEYS = frozenset(
 )
 """The attribute keys it reads (the flattened message lists are the standard readers': messages.py)."""
 VOCABULARY = frozenset({"openinference.span.kind", "tool.name"})
+TOOL_DEFINITIONS = {
+    "name": "tool.name",
+    "description": "tool.description",
+    "schema": "tool.parameters",
+    "prefix": "llm.tools.",
+}
+"""A tool span's definition, and a model span's flattened ``llm.tools.N.tool.json_schema`` (definitions.py;
+as genai.TOOL_DEFINITIONS)."""
 MAX_CALLS = 1000
 
 
