@@ -3,11 +3,14 @@
 Adding a convention is one module in this package and one line in ``CONVENTIONS``. The module reads its
 keys into roles (``classify(rec) -> Role | None``), may read messages kept where messages.py does not look
 (``messages(rec, "input" | "output") -> list[Message] | None``, asked before the standard readers),
-and declares the attribute keys it reads (``KEYS``; ``PREFIXES`` for flattened lists read whole,
-``VOCABULARY`` for keys whose values are a small vocabulary): the registry collects them, with the
-standard message readers' (messages.py), into the tables compaction keeps keys by (``interning()``), and
-compaction drops every other key. The most explicit markers come first: a span is what the first
-convention that recognises it says it is. No reader module imports this registry.
+and declares the attribute keys of its convention that it reads (``KEYS``; ``PREFIXES`` for flattened
+lists read whole, ``VOCABULARY`` for keys whose values are a small vocabulary). Each key is declared once,
+by the convention that defines it: a framework's reader that builds on another convention (smolagents on
+OpenInference, Strands on GenAI) reads that one's keys without declaring them again. The registry collects
+them, with the standard message readers' (messages.py), into the tables compaction keeps keys by
+(``interning()``); compaction drops every other key. Where tool definitions are (``TOOL_DEFINITIONS``) is
+collected the same way, for ``luckrate suggest`` (definitions.py). The most explicit markers come first: a
+span is what the first convention that recognises it says it is. No reader module imports this registry.
 """
 
 from __future__ import annotations
