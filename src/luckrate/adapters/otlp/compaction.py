@@ -1,8 +1,7 @@
 """Compact the spans of decoded OTLP requests (requests.py) into records to buffer per trace (spans.py).
 
-Span data is attacker-influenced: a record keeps only the attribute keys the convention readers declare
-(the registry in conventions/ collects them into the ``Interning`` tables) and the events the adapter
-reads, bounds every string, list and count, and never raises on content. Spans whose ids make them unusable
+Span data is attacker-influenced: a record keeps only the attribute keys and events the adapter reads,
+bounds every string, list and count, and never raises on content. Spans whose ids make them unusable
 are counted by reason (``Rejected``) so the receiver can answer with a partial success. ``route`` and
 ``route_spans`` say which grading process owns each span's trace.
 """
@@ -46,6 +45,9 @@ MAX_STATUS_MESSAGE = 4 * 1024
 REJECT_REASONS = ("bad_trace_id", "bad_span_id", "bad_parent_id")
 """The closed set of reasons a span is not kept (safe as a metric attribute)."""
 
+# The attribute keys kept are those the convention readers declare (each in its own module), collected by the
+# registry (conventions/__init__.py) into the ``Interning`` tables it makes (sharing.py): anything else costs
+# compaction time and buffer memory for nothing. Events are kept by name (``keeps_event``).
 _KEEP_EVENT_PREFIXES = ("gen_ai.",)
 _KEEP_EVENTS = frozenset({"exception"})
 
