@@ -144,19 +144,23 @@ def grade(traj: Trajectory, spec: Spec, checks: tuple[Check, ...] = REGISTRY) ->
     lacking = _lacking(traj)
 
     def runnable(name: str, needs: frozenset[str]) -> bool:
-        if not lacking:  # the common case: the source records everything
-            return True
         reason = next((why for need, why in lacking if need in needs), None)
         if reason:
             skipped.append(f"{name} ({reason})")
         return reason is None
 
-    plain, provenance, with_prov = _plan(spec, checks)
-    for name, check, needs in plain:
-        if runnable(name, needs):
+    plain, provenance, with_prov = _plan(spec) if checks is REGISTRY else _plan(spec, checks)
+    if not lacking:  # the common case, without a call per check to ask
+        for _, check, _ in plain:
             violations.extend(check(traj, spec))
-    wanted = [check for name, check, needs in provenance if runnable(name, needs)]
-    with_traj = [check for name, check, needs in with_prov if runnable(name, needs)]
+        wanted = [check for _, check, _ in provenance]
+        with_traj = [check for _, check, _ in with_prov]
+    else:
+        for name, check, needs in plain:
+            if runnable(name, needs):
+                violations.extend(check(traj, spec))
+        wanted = [check for name, check, needs in provenance if runnable(name, needs)]
+        with_traj = [check for name, check, needs in with_prov if runnable(name, needs)]
     if wanted or with_traj:
         args = traced(traj, spec)
         for check in wanted:
