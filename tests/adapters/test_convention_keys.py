@@ -12,11 +12,11 @@ import sys
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from luckrate.adapters.otlp import conventions, messages, records_from_request
+from luckrate.adapters.otlp import conventions, flat_messages, messages, records_from_request
 from luckrate.adapters.otlp.conventions import unmarked
 
 READERS = sorted(
-    {sys.modules[c.classify.__module__] for c in conventions.CONVENTIONS} | {messages, unmarked},
+    {sys.modules[c.classify.__module__] for c in conventions.CONVENTIONS} | {messages, flat_messages, unmarked},
     key=lambda m: m.__name__,
 )
 

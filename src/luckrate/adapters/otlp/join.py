@@ -80,7 +80,7 @@ class Response:
     result: Any
     """The result as recorded (None when content was not captured)."""
     failed: bool
-    """Marked failed by the convention's own marker (messages.marked_failed), never by its words."""
+    """Marked failed by the convention's own marker (message.marked_failed), never by its words."""
     at_ns: int
     """Start of the first model call whose input holds it: the tool ran before then."""
 

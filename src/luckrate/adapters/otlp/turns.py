@@ -27,7 +27,7 @@ from typing import Any
 from luckrate.adapters.otlp import frames
 from luckrate.adapters.otlp.join import Call
 from luckrate.adapters.otlp.messages import Message as ModelMessage
-from luckrate.adapters.otlp.messages import event_message
+from luckrate.adapters.otlp.flat_messages import event_message
 from luckrate.adapters.otlp.conventions import ANSWER_TOOLS
 from luckrate.adapters.otlp.payloads import captured, parse_args
 from luckrate.adapters.otlp.spans import SpanRecord

@@ -36,6 +36,7 @@ from luckrate.adapters.otlp.conventions import (
     unmarked,
     vercel_ai,
 )
+from luckrate.adapters.otlp import flat_messages
 from luckrate.adapters.otlp import messages as standard
 from luckrate.adapters.otlp.messages import Message
 from luckrate.adapters.otlp.roles import Role
@@ -135,7 +136,7 @@ _READERS = tuple((c.markers, c.messages) for c in CONVENTIONS if c.messages is n
 KEYS = frozenset(key for c in CONVENTIONS for key in c.keys) | standard.KEYS
 """The attribute keys the registered conventions and the standard message readers read: all compaction keeps
 (with ``PREFIXES``, ``VOCABULARY`` and a rule's output attribute)."""
-PREFIXES = tuple(dict.fromkeys((*standard.PREFIXES, *(p for c in CONVENTIONS for p in c.prefixes))))
+PREFIXES = tuple(dict.fromkeys((*flat_messages.PREFIXES, *(p for c in CONVENTIONS for p in c.prefixes))))
 """Key prefixes read whole (flattened message lists): every key starting with one is kept."""
 VOCABULARY = frozenset(key for c in CONVENTIONS for key in c.vocabulary)
 """Keys whose values are a small vocabulary: kept, their values shared between buffered records."""

@@ -23,7 +23,7 @@ import ast
 import re
 from typing import Any
 
-from luckrate.adapters.otlp.messages import MAX_MESSAGES, Message
+from luckrate.adapters.otlp.message import MAX_MESSAGES, Message
 from luckrate.adapters.otlp.payloads import MAX_LITERAL, Requested, load_text
 from luckrate.adapters.otlp.roles import AgentRole, ChainRole, ModelRole, Role, ToolRole, tool_role
 from luckrate.adapters.otlp.spans import SpanRecord

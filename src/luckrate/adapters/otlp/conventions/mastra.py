@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from luckrate.adapters.otlp.messages import MAX_MESSAGES, Message
+from luckrate.adapters.otlp.message import MAX_MESSAGES, Message
 from luckrate.adapters.otlp.payloads import Requested, captured, load_text
 from luckrate.adapters.otlp.roles import AgentRole, ChainRole, ModelRole, Role
 from luckrate.adapters.otlp.spans import SpanRecord
