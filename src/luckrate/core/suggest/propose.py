@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from luckrate.core.suggest import signals
+from luckrate.core.suggest import signals, vocabulary
 from luckrate.core.suggest.tally import MAX_TOOLS, MAX_UNTRACKED_NAMES, AgentTally, Tally, ToolTally
 
 
@@ -159,9 +159,9 @@ def _shapes(t: ToolTally) -> set[str]:
     shapes = {s for s, n in t.shapes.items() if t.captured and n / t.captured >= SHAPE_SHARE}
     for p in t.params:  # a definition's parameter names count as much as a call's
         low = p.lower()
-        if low in signals.URL_PARAMS:
+        if low in vocabulary.URL_PARAMS:
             shapes.add("url")
-        elif low in signals.WRITE_PARAMS:
+        elif low in vocabulary.WRITE_PARAMS:
             shapes.add(f"param:{low}")
     return shapes
 
