@@ -41,8 +41,8 @@ CANDIDATES = ("luckrate", "h11", "aiohttp")
 
 def serve_luckrate(counter: Counter) -> tuple[int, callable]:
     from luckrate.service.config import Endpoint
-    from luckrate.service.intake import Outcome
-    from luckrate.service.receiver_http import HttpReceiver
+    from luckrate.service.assemble.intake import Outcome
+    from luckrate.service.receive.http_receiver import HttpReceiver
 
     class NullIntake:
         def accept(self, request, transport: str) -> Outcome:

@@ -48,7 +48,7 @@ from luckrate.adapters.otlp import (
 from luckrate.adapters.otlp.conventions import interning
 from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
-from luckrate.service.assembler import Assembler, Limits
+from luckrate.service.assemble.assembler import Assembler, Limits
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "testdata" / "openai-v2"

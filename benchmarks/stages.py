@@ -36,9 +36,9 @@ from luckrate.adapters.otlp import records_from_request, request_from_protobuf, 
 from luckrate.adapters.otlp.conventions import interning
 from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
-from luckrate.service.assembler import Assembler, Limits
-from luckrate.service.tally import Tally, apply
-from luckrate.service.telemetry import Labels, Telemetry
+from luckrate.service.assemble.assembler import Assembler, Limits
+from luckrate.service.grade.tally import Tally, apply
+from luckrate.service.export.telemetry import Labels, Telemetry
 
 SPEC = Path(__file__).resolve().parent.parent / "examples" / "spec.py"
 REQUESTS = 8

@@ -29,10 +29,10 @@ from luckrate.adapters.otlp import records_from_request, request_from_protobuf, 
 from luckrate.adapters.otlp.conventions import interning
 from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
-from luckrate.service.assembler import Assembler, Limits
-from luckrate.service.prometheus import PrometheusReader
-from luckrate.service.telemetry import Labels, Telemetry
-from luckrate.service.verdict_events import VerdictEvents, otlp_exporter
+from luckrate.service.assemble.assembler import Assembler, Limits
+from luckrate.service.export.prometheus import PrometheusReader
+from luckrate.service.export.telemetry import Labels, Telemetry
+from luckrate.service.export.verdict_events import VerdictEvents, otlp_exporter
 
 SPEC = Path(__file__).resolve().parent.parent / "examples" / "spec.py"
 

@@ -31,10 +31,10 @@ from luckrate.adapters.otlp import records_from_request, request_from_protobuf, 
 from luckrate.adapters.otlp.conventions import interning
 from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
-from luckrate.service.assembler import Assembler, Limits
-from luckrate.service.run_ring import RunRing, pack, unpack
-from luckrate.service.tally import Tally
-from luckrate.service.worker import Worker
+from luckrate.service.assemble.assembler import Assembler, Limits
+from luckrate.service.export.run_ring import RunRing, pack, unpack
+from luckrate.service.grade.tally import Tally
+from luckrate.service.grade.worker import Worker
 
 SPEC = Path(__file__).resolve().parent.parent / "examples" / "spec.py"
 

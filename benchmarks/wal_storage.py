@@ -1,5 +1,5 @@
 """The write-ahead log's storage, chosen by measurement: append-only segment files with a checksum per record
-(``luckrate.service.wal``, the Prometheus/Tempo design) against sqlite in WAL mode (the standard library's
+(``luckrate.service.assemble.wal``, the Prometheus/Tempo design) against sqlite in WAL mode (the standard library's
 ``sqlite3``), each doing what the service asks of it per request.
 
     .venv/bin/python benchmarks/wal_storage.py [--requests N]
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import traffic
 
-from luckrate.service.wal import WriteAheadLog
+from luckrate.service.assemble.wal import WriteAheadLog
 
 
 def _segments(directory: Path, bodies: list[bytes], tids: list[list[bytes]]) -> float:

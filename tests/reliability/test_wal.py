@@ -23,7 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from luckrate.adapters.otlp import OutputRule, records_from_request, trajectory_from_spans
 from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs, spec_for
-from luckrate.service import wal_format as fmt
+from luckrate.service.assemble import wal_format as fmt
 from tests.reliability.harness import fresh_request, identity, report, settled, span_count
 from tests.service.harness import SPEC, Server, post, total, wait_until
 

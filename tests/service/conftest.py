@@ -6,8 +6,8 @@ import pytest
 
 from luckrate.core.spec import load_specs
 from luckrate.service.app import build
-from luckrate.service.prometheus import PrometheusReader
-from luckrate.service.telemetry import Labels, Telemetry
+from luckrate.service.export.prometheus import PrometheusReader
+from luckrate.service.export.telemetry import Labels, Telemetry
 from tests.service.harness import SPEC, config, record_runs
 from tests.service.test_e2e import runs
 from tests.service.test_telemetry import SPECS

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from luckrate.adapters.otlp import SpanRecord
-from luckrate.service.assembler import SCAN_SPANS, Assembler, AssemblerLoop, CompletedTrace, Limits, SpanBudget
+from luckrate.service.assemble.assembler import SCAN_SPANS, Assembler, AssemblerLoop, CompletedTrace, Limits, SpanBudget
 
 
 class Clock:

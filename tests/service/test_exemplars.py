@@ -10,12 +10,12 @@ import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 
 from luckrate.core.grade import grade
-from luckrate.service.assembler import CompletedTrace
+from luckrate.service.assemble.assembler import CompletedTrace
 from luckrate.service.config import Endpoint
-from luckrate.service.exemplars import LatestExemplar, trace_context
-from luckrate.service.prometheus import MetricsServer, wants_openmetrics
-from luckrate.service.tally import Tally, apply
-from luckrate.service.telemetry import INSTRUMENTS, Telemetry
+from luckrate.service.export.exemplars import LatestExemplar, trace_context
+from luckrate.service.export.prometheus import MetricsServer, wants_openmetrics
+from luckrate.service.grade.tally import Tally, apply
+from luckrate.service.export.telemetry import INSTRUMENTS, Telemetry
 from tests.service.test_telemetry import BY_NAME, SPECS, samples, trajectory
 
 SPEC = SPECS["*"]

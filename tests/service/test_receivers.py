@@ -199,10 +199,10 @@ def test_service_shutdown_without_start():
 @pytest.mark.parametrize("kind", ["grpc", "http"])
 def test_receiver_lifecycle(kind, spans):
     """Each receiver alone: start → consume → shutdown, shutdown twice, and shutdown without start."""
-    from luckrate.service.assembler import SpanBudget
-    from luckrate.service.intake import Intake
-    from luckrate.service.receiver_grpc import GrpcReceiver
-    from luckrate.service.receiver_http import HttpReceiver
+    from luckrate.service.assemble.assembler import SpanBudget
+    from luckrate.service.assemble.intake import Intake
+    from luckrate.service.receive.grpc_receiver import GrpcReceiver
+    from luckrate.service.receive.http_receiver import HttpReceiver
 
     got: list = []
     intake = Intake(got.append, SpanBudget(1000), lambda *a, **k: None)
@@ -421,11 +421,11 @@ def test_http_limit_flags_reach_the_receiver_and_bad_values_are_named():
 def test_a_second_listener_on_a_taken_port_fails_naming_the_address(second):
     """A second `luckrate serve` on the gRPC port used to start: gRPC turns SO_REUSEPORT on by default, and
     the kernel then split connections between the two processes, each grading half of every trace."""
-    from luckrate.service.assembler import SpanBudget
-    from luckrate.service.intake import Intake
-    from luckrate.service.prometheus import MetricsServer, PrometheusReader
-    from luckrate.service.receiver_grpc import GrpcReceiver
-    from luckrate.service.receiver_http import HttpReceiver
+    from luckrate.service.assemble.assembler import SpanBudget
+    from luckrate.service.assemble.intake import Intake
+    from luckrate.service.export.prometheus import MetricsServer, PrometheusReader
+    from luckrate.service.receive.grpc_receiver import GrpcReceiver
+    from luckrate.service.receive.http_receiver import HttpReceiver
 
     intake = Intake(lambda batch: None, SpanBudget(1000), lambda *a, **k: None)
     first = GrpcReceiver(Endpoint("127.0.0.1", 0), intake, max_request_bytes=LIMIT, retry_after=1)

@@ -10,8 +10,8 @@ from collections import Counter
 import pytest
 
 from luckrate.adapters.otlp.runs import TraceTies
-from luckrate.service.assembler import CompletedTrace
-from luckrate.service.run_assembly import CompletedRun, RunAssembler
+from luckrate.service.assemble.assembler import CompletedTrace
+from luckrate.service.assemble.run_assembly import CompletedRun, RunAssembler
 from tests.service.test_assembler import Clock, span
 
 
@@ -168,9 +168,9 @@ def linked_request():
 
 @pytest.mark.parametrize("runs_by", ["links", "conversation"])
 def test_intake_hands_over_the_links_it_read_and_again_on_replay(runs_by):
-    from luckrate.service.assembler import SpanBudget
-    from luckrate.service.intake import Intake
-    from luckrate.service.wal_format import TRACES
+    from luckrate.service.assemble.assembler import SpanBudget
+    from luckrate.service.assemble.intake import Intake
+    from luckrate.service.assemble.wal_format import TRACES
 
     batches: list = []
     counts: Counter = Counter()
@@ -186,8 +186,8 @@ def test_intake_hands_over_the_links_it_read_and_again_on_replay(runs_by):
 
 
 def test_intake_reads_no_links_when_each_trace_is_a_run():
-    from luckrate.service.assembler import SpanBudget
-    from luckrate.service.intake import Intake
+    from luckrate.service.assemble.assembler import SpanBudget
+    from luckrate.service.assemble.intake import Intake
 
     batches: list = []
     Intake(batches.append, SpanBudget(1000), lambda *a, **k: None).accept(linked_request(), "grpc")

@@ -14,8 +14,8 @@ from luckrate.core.grade import grade
 from luckrate.core.spec import load_specs
 from luckrate.core.step import Step, Trajectory, numbered
 from luckrate.service.config import Endpoint
-from luckrate.service.prometheus import MetricsServer
-from luckrate.service.telemetry import INSTRUMENTS, OTHER, Labels, prometheus_name
+from luckrate.service.export.prometheus import MetricsServer
+from luckrate.service.export.telemetry import INSTRUMENTS, OTHER, Labels, prometheus_name
 from tests.scenarios import BY_NAME, Scenario
 
 ROOT = Path(__file__).resolve().parents[2]

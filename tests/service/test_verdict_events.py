@@ -13,7 +13,7 @@ import pytest
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 
 from luckrate.core.grade import grade
-from luckrate.service.verdict_events import EVENT_NAME, MAX_LINES, VerdictEvents, explanation, otlp_exporter
+from luckrate.service.export.verdict_events import EVENT_NAME, MAX_LINES, VerdictEvents, explanation, otlp_exporter
 from tests.service.test_telemetry import BY_NAME, SPECS, trajectory
 
 SPEC = SPECS["*"]

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from luckrate.service import wal_format as fmt
+from luckrate.service.assemble import wal_format as fmt
 from luckrate.service.config import InvalidConfig, build_config
-from luckrate.service.wal import LogRefused, LogUnusable, WriteAheadLog
+from luckrate.service.assemble.wal import LogRefused, LogUnusable, WriteAheadLog
 
 
 def _record(kind: int, payload: bytes, signal: int = fmt.TRACES) -> bytes:

@@ -10,10 +10,10 @@ import pytest
 
 from luckrate.adapters.otlp import OutputRule, records_from_request, trajectory_from_spans
 from luckrate.core.spec import load_specs
-from luckrate.service.assembler import CompletedTrace
-from luckrate.service.prometheus import PrometheusReader
-from luckrate.service.telemetry import Labels, Telemetry
-from luckrate.service.worker import MAX_ECHO, VerdictLog, Worker
+from luckrate.service.assemble.assembler import CompletedTrace
+from luckrate.service.export.prometheus import PrometheusReader
+from luckrate.service.export.telemetry import Labels, Telemetry
+from luckrate.service.grade.worker import MAX_ECHO, VerdictLog, Worker
 from tests.service.harness import SPEC, parse_metrics, record_runs, request_of, total
 from tests.service.test_e2e import by_trace, runs
 
@@ -80,7 +80,7 @@ def test_an_exception_is_counted_logged_with_the_trace_id_and_the_worker_goes_on
 
     worker, scrape, released = rig(adapt=adapt)
     worker.start()
-    with caplog.at_level(logging.ERROR, logger="luckrate.service.worker"):
+    with caplog.at_level(logging.ERROR, logger="luckrate.service.grade.worker"):
         for t in traces:
             worker.submit(t)
         assert worker.stop(timeout=30)

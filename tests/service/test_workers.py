@@ -308,7 +308,7 @@ def test_spans_are_judged_for_workers_as_for_one_process_and_shared_out():
     """The shares are what each worker will keep, so they must agree with compaction span for span: a
     worker's death is accounted from them."""
     from luckrate.adapters.otlp import records_from_request
-    from luckrate.service.intake import judge_spans
+    from luckrate.service.assemble.intake import judge_spans
 
     rng = random.Random(7)
     req = fresh_request(rng, traces=20)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from luckrate.core.spec import InvalidSpec, load_specs, spec_for
-from luckrate.service.assembler import Assembler, AssemblerLoop, Limits, SpanBudget
+from luckrate.service.assemble.assembler import Assembler, AssemblerLoop, Limits, SpanBudget
 from luckrate.service.config import (
     KEYS,
     InvalidConfig,
@@ -28,20 +28,20 @@ from luckrate.service.config import (
     loopback,
     worker_count,
 )
-from luckrate.service.intake import Intake
-from luckrate.service.prometheus import MetricsServer, PrometheusReader
-from luckrate.service.receiver_grpc import GrpcReceiver
-from luckrate.service.receiver_http import HttpReceiver
-from luckrate.service.run_assembly import RunAssembler
-from luckrate.service.run_ring import RunRing
+from luckrate.service.assemble.intake import Intake
+from luckrate.service.export.prometheus import MetricsServer, PrometheusReader
+from luckrate.service.receive.grpc_receiver import GrpcReceiver
+from luckrate.service.receive.http_receiver import HttpReceiver
+from luckrate.service.assemble.run_assembly import RunAssembler
+from luckrate.service.export.run_ring import RunRing
 from luckrate.service.security import grpc_credentials, http_context
-from luckrate.service.tally import Tally, apply
-from luckrate.service.telemetry import Labels, Telemetry
-from luckrate.service.viewer import Viewer, ViewerServer
-from luckrate.service.verdict_events import VerdictEvents, check_verdict_events, verdict_events
-from luckrate.service.wal import LogUnusable, WriteAheadLog
-from luckrate.service.worker import HeldVerdicts, VerdictLog, Worker
-from luckrate.service.workers import PoolBudget, WorkerPool
+from luckrate.service.grade.tally import Tally, apply
+from luckrate.service.export.telemetry import Labels, Telemetry
+from luckrate.service.export.viewer import Viewer, ViewerServer
+from luckrate.service.export.verdict_events import VerdictEvents, check_verdict_events, verdict_events
+from luckrate.service.assemble.wal import LogUnusable, WriteAheadLog
+from luckrate.service.grade.worker import HeldVerdicts, VerdictLog, Worker
+from luckrate.service.process.pool import PoolBudget, WorkerPool
 
 log = logging.getLogger("luckrate.service")
 

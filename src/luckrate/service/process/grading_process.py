@@ -20,11 +20,11 @@ from luckrate.adapters.otlp.compaction import records_at
 from luckrate.adapters.otlp.conventions import interning
 from luckrate.adapters.otlp.logs import events_at
 from luckrate.core.spec import load_specs
-from luckrate.service.assembler import Assembler, Limits
+from luckrate.service.assemble.assembler import Assembler, Limits
 from luckrate.service.config import ServiceConfig
-from luckrate.service.tally import REPORT_EVERY, Report, Tally
-from luckrate.service.verdict_events import verdict_events
-from luckrate.service.worker import VerdictLog, Worker
+from luckrate.service.grade.tally import REPORT_EVERY, Report, Tally
+from luckrate.service.export.verdict_events import verdict_events
+from luckrate.service.grade.worker import VerdictLog, Worker
 
 
 class _HeldLines(VerdictLog):

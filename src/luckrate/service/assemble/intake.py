@@ -20,9 +20,9 @@ from luckrate.adapters.otlp.compaction import Rejected, records_at, route_spans
 from luckrate.adapters.otlp.conventions import interning
 from luckrate.adapters.otlp.logs import LogEvent, events_at, route_records
 from luckrate.adapters.otlp.runs import CONVERSATION_KEY, Assembly, TraceTies, ties_by_trace
-from luckrate.service.assembler import SpanBudget
-from luckrate.service.wal import LogRefused, WriteAheadLog
-from luckrate.service.wal_format import TRACES
+from luckrate.service.assemble.assembler import SpanBudget
+from luckrate.service.assemble.wal import LogRefused, WriteAheadLog
+from luckrate.service.assemble.wal_format import TRACES
 
 _CONVERSATION = CONVERSATION_KEY.encode()
 MAX_MESSAGE = 1024

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from luckrate.service import wal_format as fmt
+from luckrate.service.assemble import wal_format as fmt
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from luckrate.service.exemplars import trace_context
-from luckrate.service.run_ring import pack
-from luckrate.service.telemetry import BY_NAME, Labels, Telemetry
+from luckrate.service.export.exemplars import trace_context
+from luckrate.service.export.run_ring import pack
+from luckrate.service.export.telemetry import BY_NAME, Labels, Telemetry
 
 REPORT_EVERY = 0.05
 """Seconds between a busy worker's reports: /metrics lags the workers by about this much."""

@@ -21,8 +21,8 @@ from luckrate.adapters.otlp.compaction import REJECT_REASONS
 from luckrate.adapters.otlp.logs import LOG_REJECT_REASONS
 from luckrate.core.grade import RunGrade
 from luckrate.core.spec import FALLBACK, Spec
-from luckrate.service.exemplars import latest_reservoir_factory, trace_context
-from luckrate.service.wal_format import DAMAGE_REASONS
+from luckrate.service.export.exemplars import latest_reservoir_factory, trace_context
+from luckrate.service.assemble.wal_format import DAMAGE_REASONS
 
 OTHER = "other"
 """The label value for anything outside the bounded vocabulary."""

@@ -32,15 +32,15 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from luckrate.adapters.otlp.compaction import route
-from luckrate.service.assembler import SpanBudget
+from luckrate.service.assemble.assembler import SpanBudget
 from luckrate.service.config import ServiceConfig
-from luckrate.service.grading_process import send_batch, send_stop, worker_main
-from luckrate.service.intake import Judged
-from luckrate.service.run_ring import unpack
-from luckrate.service.tally import Report, apply
-from luckrate.service.telemetry import Telemetry
-from luckrate.service.wal import Feed, WriteAheadLog
-from luckrate.service.worker import VerdictLog
+from luckrate.service.process.grading_process import send_batch, send_stop, worker_main
+from luckrate.service.assemble.intake import Judged
+from luckrate.service.export.run_ring import unpack
+from luckrate.service.grade.tally import Report, apply
+from luckrate.service.export.telemetry import Telemetry
+from luckrate.service.assemble.wal import Feed, WriteAheadLog
+from luckrate.service.grade.worker import VerdictLog
 
 log = logging.getLogger(__name__)
 

@@ -37,10 +37,10 @@ from luckrate.adapters.otlp import (
     request_from_json,
     request_from_protobuf,
 )
-from luckrate.service import status
+from luckrate.service.receive import status
 from luckrate.service.config import Endpoint
-from luckrate.service.http_framing import BadFraming, Framing, TooLarge, discard_chunked, framing, read_chunked
-from luckrate.service.http_limits import (
+from luckrate.service.receive.framing import BadFraming, Framing, TooLarge, discard_chunked, framing, read_chunked
+from luckrate.service.receive.limits import (
     CHUNK,
     LINGER_BYTES,
     CappedServer,
@@ -49,7 +49,7 @@ from luckrate.service.http_limits import (
     answer_and_close,
     close_quietly,
 )
-from luckrate.service.intake import Intake, Outcome
+from luckrate.service.assemble.intake import Intake, Outcome
 from luckrate.service.security import token_ok
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,7 @@ from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExp
 from opentelemetry.sdk.resources import Resource
 
 from luckrate.core.grade import RunGrade
-from luckrate.service.exemplars import trace_context
+from luckrate.service.export.exemplars import trace_context
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from luckrate.adapters.otlp.runs import MAX_TRACES_PER_RUN, TraceTies, adopted_parents, run_ties
-from luckrate.service.assembler import CompletedTrace, Count, _no_count
+from luckrate.service.assemble.assembler import CompletedTrace, Count, _no_count
 
 
 @dataclass(frozen=True)

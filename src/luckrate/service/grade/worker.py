@@ -18,9 +18,9 @@ from typing import Any
 from luckrate.adapters import InvalidInput
 from luckrate.core.grade import RunGrade, grade
 from luckrate.core.spec import Spec, spec_for
-from luckrate.service.assembler import CompletedTrace
-from luckrate.service.run_assembly import CompletedRun, parents_of
-from luckrate.service.tally import REPORT_EVERY
+from luckrate.service.assemble.assembler import CompletedTrace
+from luckrate.service.assemble.run_assembly import CompletedRun, parents_of
+from luckrate.service.grade.tally import REPORT_EVERY
 
 log = logging.getLogger(__name__)
 

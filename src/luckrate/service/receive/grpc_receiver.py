@@ -26,9 +26,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp import logs_request_from_protobuf, request_from_protobuf
-from luckrate.service import status
+from luckrate.service.receive import status
 from luckrate.service.config import Endpoint
-from luckrate.service.intake import Intake
+from luckrate.service.assemble.intake import Intake
 from luckrate.service.security import token_ok
 
 log = logging.getLogger(__name__)
