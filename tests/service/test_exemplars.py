@@ -15,7 +15,8 @@ from luckrate.service.config import Endpoint
 from luckrate.service.export.exemplars import LatestExemplar, trace_context
 from luckrate.service.export.prometheus import MetricsServer, wants_openmetrics
 from luckrate.service.grade.tally import Tally, apply
-from luckrate.service.export.telemetry import INSTRUMENTS, Telemetry
+from luckrate.service.export.instruments import INSTRUMENTS
+from luckrate.service.export.telemetry import Telemetry
 from tests.service.test_telemetry import BY_NAME, SPECS, samples, trajectory
 
 SPEC = SPECS["*"]

@@ -43,7 +43,7 @@ from luckrate.service.assemble.wal import LogUnusable, WriteAheadLog
 from luckrate.service.grade.worker import HeldVerdicts, VerdictLog, Worker
 from luckrate.service.process.pool import PoolBudget, WorkerPool
 
-log = logging.getLogger("luckrate.service")
+log = logging.getLogger(__package__)
 
 _FLAGS = (
     # (flag, config key, type, help)

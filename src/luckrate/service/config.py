@@ -17,6 +17,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from luckrate.adapters.otlp.spans import DEFAULT_OUTPUT_ATTRIBUTE
+
 ENV_BEARER_TOKEN = "LUCKRATE_BEARER_TOKEN"
 """The only environment variable read: a token kept out of argv and config files."""
 
@@ -80,7 +82,7 @@ class ServiceConfig:
     """Seconds from an OTLP/HTTP request's first byte by which its headers and body must have arrived."""
     http_idle_timeout: float = 15.0
     """Seconds an OTLP/HTTP connection may wait for its next request before it is closed."""
-    output_attribute: str = "luckrate.output_ok"
+    output_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE
     """Span attribute holding the output eval's verdict."""
     output_evaluation: str | None = None
     """``gen_ai.evaluation.result`` name whose label or score decides ``output_ok``."""

@@ -30,15 +30,19 @@ from luckrate.adapters.otlp.logs import LogEvent, joined
 from luckrate.adapters.otlp.runs import Assembly, TraceTies
 from luckrate.adapters.otlp.spans import PackedSpan, unpacked
 from luckrate.service.config import ServiceConfig
+from luckrate.service.export.telemetry import Count, no_count
+from luckrate.service.export.instruments import (
+    LOG_RECORDS_ASSEMBLED,
+    LOG_RECORDS_DROPPED,
+    RUNS_ASSEMBLY,
+    SPANS_ASSEMBLED,
+    SPANS_DUPLICATE,
+    SPANS_LATE,
+    TRACES_ACTIVE,
+    TRACES_COMPLETED,
+)
 
 log = logging.getLogger(__name__)
-
-Count = Callable[..., None]
-"""``count(instrument_name, value, **attributes)``: Telemetry.add or a test's recorder."""
-
-
-def _no_count(name: str, value: float = 1, **attributes: str) -> None:
-    pass
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ class CompletedTrace:
     packed: tuple
     """The spans as buffered (``PackedSpan``s, or records), in arrival order."""
     reason: str
-    """One of ``telemetry.COMPLETION_REASONS``."""
+    """One of ``instruments.COMPLETION_REASONS``."""
     first_seen: float
     """Clock time the first span (or log record) arrived (for the first-span-to-verdict delay)."""
     logs: tuple[LogEvent, ...] = ()
@@ -165,7 +169,7 @@ class Assembler:
         *,
         limits: Limits = Limits(),
         clock: Callable[[], float] = time.monotonic,
-        count: Count = _no_count,
+        count: Count = no_count,
         release: Callable[[int], None] = lambda n: None,
         release_logs: Callable[[int], None] | None = None,
     ):
@@ -204,13 +208,13 @@ class Assembler:
         """Buffer spans; duplicates and late spans are counted, released from the budget and dropped.
         ``PackedSpan``s are buffered as they are and handed on as records."""
         now = self._clock()
-        dropped = {"luckrate.spans.duplicate": 0, "luckrate.spans.late": 0}
+        late = duplicate = 0
         touched: dict[bytes, _Trace] = {}
         done, traces, max_spans = self._done, self._traces, self._limits.max_spans_per_trace
         for rec in records:
             tid = rec.trace_id
             if tid in done:
-                dropped["luckrate.spans.late"] += 1
+                late += 1
                 continue
             trace = traces.get(tid)
             if trace is None:
@@ -218,7 +222,7 @@ class Assembler:
                 self._opened += 1
             sid, ids = rec.span_id, trace.ids
             if sid in ids if ids is not None else sid in map(_SPAN_ID, trace):
-                dropped["luckrate.spans.duplicate"] += 1
+                duplicate += 1
                 continue
             trace.append(rec)
             if ids is not None:
@@ -237,7 +241,7 @@ class Assembler:
         tied = getattr(records, "ties", None)
         if tied:
             self._tie(tied)
-        for name, n in dropped.items():
+        for name, n in ((SPANS_DUPLICATE.name, duplicate), (SPANS_LATE.name, late)):
             if n:
                 self._release(n)  # before counting, so whoever sees the count also sees the room
                 self._count(name, n)
@@ -350,18 +354,18 @@ class Assembler:
     def _flush_counts(self) -> None:
         closed = sum(self._completed.values()) + self._abandoned
         if self._opened != closed:
-            self._count("luckrate.traces.active", self._opened - closed)
+            self._count(TRACES_ACTIVE.name, self._opened - closed)
         for reason, n in self._completed.items():
-            self._count("luckrate.traces.completed", n, reason=reason)
+            self._count(TRACES_COMPLETED.name, n, reason=reason)
         if self._assembled:
-            self._count("luckrate.spans.assembled", self._assembled)
+            self._count(SPANS_ASSEMBLED.name, self._assembled)
         if self._logs_assembled:
-            self._count("luckrate.log_records.assembled", self._logs_assembled)
+            self._count(LOG_RECORDS_ASSEMBLED.name, self._logs_assembled)
         for reason, n in self._logs_dropped.items():
-            self._count("luckrate.log_records.dropped", n, reason=reason)
+            self._count(LOG_RECORDS_DROPPED.name, n, reason=reason)
         if self._assembly.counts:
             for outcome, n in self._assembly.counts.items():
-                self._count("luckrate.runs.assembly", n, outcome=outcome)
+                self._count(RUNS_ASSEMBLY.name, n, outcome=outcome)
             self._assembly.counts.clear()
         self._opened, self._completed, self._assembled = 0, {}, 0
         self._abandoned, self._logs_assembled, self._logs_dropped = 0, 0, {}

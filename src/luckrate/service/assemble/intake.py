@@ -19,10 +19,24 @@ from luckrate.adapters.otlp import SpanRecord, request_from_protobuf
 from luckrate.adapters.otlp.compaction import Rejected, records_at, route_spans
 from luckrate.adapters.otlp.conventions import interning
 from luckrate.adapters.otlp.logs import LogEvent, events_at, route_records
+from luckrate.adapters.otlp.spans import DEFAULT_OUTPUT_ATTRIBUTE
 from luckrate.adapters.otlp.runs import CONVERSATION_KEY, Assembly, TraceTies, ties_by_trace
 from luckrate.service.assemble.assembler import SpanBudget
 from luckrate.service.assemble.wal import LogRefused, WriteAheadLog
 from luckrate.service.assemble.wal_format import TRACES
+from luckrate.service.export.instruments import (
+    LOG_RECORDS_ACCEPTED,
+    LOG_RECORDS_RECEIVED,
+    LOG_RECORDS_REJECTED,
+    LOG_REQUESTS_REFUSED,
+    REQUESTS_RECEIVED,
+    REQUESTS_REFUSED,
+    RUNS_ASSEMBLY,
+    SPANS_ACCEPTED,
+    SPANS_RECEIVED,
+    SPANS_REJECTED,
+    SPANS_REPLAYED,
+)
 
 _CONVERSATION = CONVERSATION_KEY.encode()
 MAX_MESSAGE = 1024
@@ -78,18 +92,18 @@ class _Kind(NamedTuple):
 
 SPANS = _Kind(
     judge_spans,
-    "luckrate.spans.received",
-    "luckrate.spans.accepted",
-    "luckrate.spans.rejected",
-    "luckrate.requests.refused",
+    SPANS_RECEIVED.name,
+    SPANS_ACCEPTED.name,
+    SPANS_REJECTED.name,
+    REQUESTS_REFUSED.name,
     "span",
 )
 LOGS = _Kind(
     judge_records,
-    "luckrate.log_records.received",
-    "luckrate.log_records.accepted",
-    "luckrate.log_records.rejected",
-    "luckrate.log_requests.refused",
+    LOG_RECORDS_RECEIVED.name,
+    LOG_RECORDS_ACCEPTED.name,
+    LOG_RECORDS_REJECTED.name,
+    LOG_REQUESTS_REFUSED.name,
     "log record",
 )
 
@@ -103,7 +117,7 @@ class Intake:
         budget: SpanBudget,
         count: Callable[..., None],
         *,
-        keep_attribute: str = "luckrate.output_ok",
+        keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE,
         owners: int = 1,
         prepare: Callable[..., Any] | None = None,
         wal: WriteAheadLog | None = None,
@@ -165,7 +179,7 @@ class Intake:
         # Reserve buffer space before compacting: a saturated server otherwise spent most of its CPU
         # compacting retried requests only to throw the records away (benchmarks/README.md).
         if kind is SPANS:  # an export of traces with no spans counts here (logs have counters of their own)
-            self._count("luckrate.requests.received", 1, transport=transport)
+            self._count(REQUESTS_RECEIVED.name, 1, transport=transport)
         judged = kind.judge(request, self._owners)
         usable, rejected = judged.usable, judged.rejected
         bad = sum(r.count for r in rejected)
@@ -227,7 +241,7 @@ class Intake:
             return set(), 0
         mine = Judged(n, [], picks)
         self._budget.reserve(n)
-        self._count("luckrate.spans.replayed", n)
+        self._count(SPANS_REPLAYED.name, n)
         self._submit(self._prepare(request, mine, body))
         return {spans[p].trace_id for owner in picks for p in owner}, n
 
@@ -244,7 +258,7 @@ class Intake:
         conversation = self._runs_by == "conversation" and (raw is None or _CONVERSATION in raw)
         tied.ties = ties_by_trace(request, mine.__contains__, conversation, assembly)
         for outcome, n in assembly.counts.items():
-            self._count("luckrate.runs.assembly", n, outcome=outcome)
+            self._count(RUNS_ASSEMBLY.name, n, outcome=outcome)
         return tied
 
     def _events(self, request: ExportLogsServiceRequest, judged: Judged, raw: bytes | None) -> list[LogEvent]:

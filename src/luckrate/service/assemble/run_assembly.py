@@ -27,7 +27,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from luckrate.adapters.otlp.runs import MAX_TRACES_PER_RUN, TraceTies, adopted_parents, run_ties
-from luckrate.service.assemble.assembler import CompletedTrace, Count, _no_count
+from luckrate.service.assemble.assembler import CompletedTrace
+from luckrate.service.export.telemetry import Count, no_count
+from luckrate.service.export.instruments import RUNS_ACTIVE, RUNS_ASSEMBLY, RUNS_COMPLETED
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ class CompletedRun:
 
     traces: tuple[CompletedTrace, ...]
     reason: str
-    """One of ``telemetry.RUN_REASONS``."""
+    """One of ``instruments.RUN_REASONS``."""
     late: bool = False
     """A trace that links into a run already graded: counted and settled, not graded."""
 
@@ -80,7 +82,7 @@ class RunAssembler:
         max_traces: int = MAX_TRACES_PER_RUN,
         memory: int = 100_000,
         clock: Callable[[], float] = time.monotonic,
-        count: Count = _no_count,
+        count: Count = no_count,
     ):
         self._emit = emit
         self._conversation = conversation
@@ -127,11 +129,11 @@ class RunAssembler:
                     if held is not None:
                         runs[id(held)] = held
         if late and not runs:
-            self._count("luckrate.runs.assembly", 1, outcome="late_traces")
+            self._count(RUNS_ASSEMBLY.name, 1, outcome="late_traces")
             self._emit(CompletedRun((trace,), "quiet", late=True))
             return
         if runs:  # as ``luckrate grade`` counts: traces minus runs
-            self._count("luckrate.runs.assembly", len(runs), outcome="traces_joined")
+            self._count(RUNS_ASSEMBLY.name, len(runs), outcome="traces_joined")
         run = self._merge(list(runs.values()), now)
         run.traces.append(trace)
         self._run_of[trace.trace_id] = run
@@ -143,7 +145,7 @@ class RunAssembler:
             for c in ties.conversations:
                 run.conversations.add(c)
                 self._by_conversation[c] = run
-        self._count("luckrate.runs.active", 1)
+        self._count(RUNS_ACTIVE.name, 1)
         if len(run.traces) >= self._max_traces:  # counted as completed by max_traces, the service's runs_split
             self._complete(run, "max_traces")
         else:
@@ -210,9 +212,9 @@ class RunAssembler:
             if self._by_conversation.get(c) is run:
                 del self._by_conversation[c]
         if run.wanted:
-            self._count("luckrate.runs.assembly", len(run.wanted), outcome="links_missing")
-        self._count("luckrate.runs.active", -len(run.traces))
-        self._count("luckrate.runs.completed", 1, reason=reason)
+            self._count(RUNS_ASSEMBLY.name, len(run.wanted), outcome="links_missing")
+        self._count(RUNS_ACTIVE.name, -len(run.traces))
+        self._count(RUNS_COMPLETED.name, 1, reason=reason)
         self._emit(CompletedRun(tuple(run.traces), reason))
 
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from luckrate.service.assemble import wal_format as fmt
+from luckrate.service.export.telemetry import Count, no_count
+from luckrate.service.export.instruments import WAL_BYTES, WAL_RECORDS_DAMAGED
 
 log = logging.getLogger(__name__)
 
@@ -36,12 +38,6 @@ SEGMENT_BYTES = 8 * 1024 * 1024
 SYNC_MODES = ("interval", "request")
 SUFFIX = ".wal"
 LOCK = "lock"
-
-Count = Callable[..., None]
-
-
-def _no_count(name: str, value: float = 1, **attributes: str) -> None:
-    pass
 
 
 class LogRefused(Exception):
@@ -99,7 +95,7 @@ class WriteAheadLog:
         segment_bytes: int = SEGMENT_BYTES,
         memory: int = 100_000,
         stale_after: float = 600.0,
-        count: Count = _no_count,
+        count: Count = no_count,
         clock: Callable[[], float] = time.monotonic,
     ):
         """``memory``: settled trace ids remembered, so that a late span's record is marked settled at once
@@ -179,7 +175,7 @@ class WriteAheadLog:
                         ids, n = feed(item.signal, bytes(item.payload), lambda tid: tid not in settled)
                     except ValueError as e:  # checks out but will not decode (a newer version wrote it?)
                         log.error("write-ahead log: a record in %s does not decode (%s); skipped", seg.path.name, e)
-                        self._count("luckrate.wal.records.damaged", 1, reason="checksum")
+                        self._count(WAL_RECORDS_DAMAGED.name, 1, reason="checksum")
                         damaged += 1
                         continue
                     spans += n
@@ -200,11 +196,11 @@ class WriteAheadLog:
         except OSError as e:
             log.error("write-ahead log: cannot read %s (%s); skipped", seg.path, e.strerror or e)
             if repair:
-                self._count("luckrate.wal.records.damaged", 1, reason="checksum")
+                self._count(WAL_RECORDS_DAMAGED.name, 1, reason="checksum")
             return
         for item in fmt.scan(raw):
             if isinstance(item, fmt.Damage) and repair:
-                self._count("luckrate.wal.records.damaged", 1, reason=item.reason)
+                self._count(WAL_RECORDS_DAMAGED.name, 1, reason=item.reason)
                 if item.reason == "torn_tail":
                     log.warning(
                         "write-ahead log: %s torn at byte %d of %d (a write cut short); truncated",
@@ -477,7 +473,7 @@ class WriteAheadLog:
         costs a few µs, and marks are written per graded trace)."""
         size = self.bytes
         if size != self._reported:
-            self._count("luckrate.wal.bytes", size - self._reported)
+            self._count(WAL_BYTES.name, size - self._reported)
             self._reported = size
 
     def _sync_loop(self) -> None:

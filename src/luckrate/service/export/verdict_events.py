@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.sdk._logs import LoggerProvider
@@ -29,11 +29,21 @@ from opentelemetry.sdk.resources import Resource
 
 from luckrate.core.grade import RunGrade
 from luckrate.service.export.exemplars import trace_context
+from luckrate.service.export.telemetry import METER, Count
+from luckrate.service.export.instruments import VERDICT_EVENTS_DROPPED
 
 log = logging.getLogger(__name__)
 
 EVENT_NAME = "gen_ai.evaluation.result"
 EVALUATION_NAME = "luckrate.path"
+# The record's own attributes, beside the GenAI evaluation ones (docs/serve.md describes each).
+AGENT = "luckrate.agent"
+SPEC = "luckrate.spec"
+OUTPUT = "luckrate.output"
+LUCKY = "luckrate.lucky"
+CHECKS = "luckrate.checks"
+RUN_URL = "luckrate.run.url"
+"""The run's page in the viewer, with ``public_url`` set."""
 MODES = ("violations", "all")
 """``--verdict-events``: a record for runs with violations only (the default), or for every graded run."""
 MAX_VALUE = 512
@@ -41,8 +51,6 @@ MAX_VALUE = 512
 MAX_LINES = 50
 """Violations spelled out in ``gen_ai.evaluation.explanation``; the rest are summed up in one line."""
 EXTRA_PACKAGE = "opentelemetry-exporter-otlp-proto-http"
-
-Count = Callable[..., None]
 
 
 def _cut(text: str, limit: int = MAX_VALUE) -> str:
@@ -67,11 +75,11 @@ def attributes(grade: RunGrade, spec_label: str) -> dict:
     attrs = {
         "gen_ai.evaluation.name": EVALUATION_NAME,
         "gen_ai.evaluation.score.label": "ok" if grade.path_ok else "bad",
-        "luckrate.agent": _cut(grade.agent or ""),
-        "luckrate.spec": spec_label,
-        "luckrate.output": grade.output,
-        "luckrate.lucky": grade.lucky,
-        "luckrate.checks": checks,
+        AGENT: _cut(grade.agent or ""),
+        SPEC: spec_label,
+        OUTPUT: grade.output,
+        LUCKY: grade.lucky,
+        CHECKS: checks,
     }
     if grade.violations:
         attrs["gen_ai.evaluation.explanation"] = explanation(grade)
@@ -80,7 +88,7 @@ def attributes(grade: RunGrade, spec_label: str) -> dict:
 
 def summary(attrs: dict) -> str:
     """The record's body, for backends that show a log line: ``luckrate.path bad: taint, forbidden``."""
-    checks = ", ".join(attrs["luckrate.checks"]) or "no violations"
+    checks = ", ".join(attrs[CHECKS]) or "no violations"
     return f"{EVALUATION_NAME} {attrs['gen_ai.evaluation.score.label']}: {checks}"
 
 
@@ -133,7 +141,7 @@ class _Counted(LogRecordExporter):
             result = LogRecordExportResult.FAILURE
         # After shutdown closed the gate, what it held was counted already (reason shutdown).
         if self.gate.leave(len(batch)) and result is not LogRecordExportResult.SUCCESS:
-            self.count("luckrate.verdict_events.dropped", len(batch), reason="export_failed")
+            self.count(VERDICT_EVENTS_DROPPED.name, len(batch), reason="export_failed")
         return result
 
     def shutdown(self) -> None:
@@ -176,7 +184,7 @@ class VerdictEvents:
                 max_queue_size=max_queue,
             )
         )
-        self._logger = self.provider.get_logger("luckrate.service")
+        self._logger = self.provider.get_logger(METER)
         self._closed = False
 
     def wants(self, grade: RunGrade) -> bool:
@@ -187,11 +195,11 @@ class VerdictEvents:
         if self._closed or not self.wants(grade):
             return
         if not self._gate.enter():
-            self._count("luckrate.verdict_events.dropped", 1, reason="queue_full")
+            self._count(VERDICT_EVENTS_DROPPED.name, 1, reason="queue_full")
             return
         attrs = attributes(grade, spec_label)
         if self._pages is not None:
-            attrs["luckrate.run.url"] = self._pages + trace_id.hex()
+            attrs[RUN_URL] = self._pages + trace_id.hex()
         try:
             self._logger.emit(
                 event_name=EVENT_NAME,
@@ -205,7 +213,7 @@ class VerdictEvents:
         except Exception:  # the trace is graded and counted; a failing event must not make it a grade error
             log.exception("verdict event for trace %s not emitted", trace_id.hex())
             if self._gate.leave(1):
-                self._count("luckrate.verdict_events.dropped", 1, reason="export_failed")
+                self._count(VERDICT_EVENTS_DROPPED.name, 1, reason="export_failed")
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Export what is queued within ``timeout`` seconds; what is left is counted (reason ``shutdown``)."""
@@ -217,7 +225,7 @@ class VerdictEvents:
         done.join(timeout)
         left = self._gate.close()
         if left:
-            self._count("luckrate.verdict_events.dropped", left, reason="shutdown")
+            self._count(VERDICT_EVENTS_DROPPED.name, left, reason="shutdown")
 
 
 def otlp_exporter(url: str, timeout: float = 10.0) -> LogRecordExporter:
@@ -241,7 +249,7 @@ def check_verdict_events(cfg) -> None:
             raise InvalidConfig("command line", [("otlp_logs", str(e))]) from None
 
 
-def verdict_events(cfg, count: Callable[..., None]) -> VerdictEvents:
+def verdict_events(cfg, count: Count) -> VerdictEvents:
     """The log-event exporter of one grading process (each ``--workers`` process has its own); ``count``
     records its drops, which a worker's report carries to the one ``/metrics``."""
     check_verdict_events(cfg)

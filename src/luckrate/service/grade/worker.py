@@ -21,6 +21,7 @@ from luckrate.core.spec import Spec, spec_for
 from luckrate.service.assemble.assembler import CompletedTrace
 from luckrate.service.assemble.run_assembly import CompletedRun, parents_of
 from luckrate.service.grade.tally import REPORT_EVERY
+from luckrate.service.export.instruments import GRADE_DURATION, GRADE_ERRORS, TRACES_UNGRADED, VERDICT_DELAY
 
 log = logging.getLogger(__name__)
 
@@ -191,12 +192,12 @@ class Worker:
         traces = item.traces if isinstance(item, CompletedRun) else (item,)
         try:
             if isinstance(item, CompletedRun) and item.late:
-                self._telemetry.add("luckrate.traces.ungraded", reason="late_for_run")
+                self._telemetry.add(TRACES_UNGRADED.name, reason="late_for_run")
                 log.info("trace %s not graded: it links to a run already graded", item.trace_id.hex())
             else:
                 self._grade(item, started)
         except Exception:
-            self._telemetry.add("luckrate.grade.errors")
+            self._telemetry.add(GRADE_ERRORS.name)
             log.exception("grading trace %s failed", item.trace_id.hex())
         finally:
             for trace in traces:
@@ -225,12 +226,12 @@ class Worker:
         try:
             traj, trace, ordered = self._read(item)
         except InvalidInput as e:
-            self._telemetry.add("luckrate.traces.ungraded", reason="invalid")
+            self._telemetry.add(TRACES_UNGRADED.name, reason="invalid")
             log.info("trace %s not graded: %s", tid, e)
             return
         spec = spec_for(self._specs, traj.agent)
         if spec is None:
-            self._telemetry.add("luckrate.traces.ungraded", reason="no_spec")
+            self._telemetry.add(TRACES_UNGRADED.name, reason="no_spec")
             log.debug("trace %s not graded: no spec for agent %r", tid, _bounded(traj.agent, 64))
             return
         g = grade(traj, spec)
@@ -239,7 +240,7 @@ class Worker:
         if g.not_gradable is not None:
             # Not a run with a good or a bad path: out of luckrate.runs (and so of the Luck Rate), counted
             # beside the other traces not graded, and logged with its reason.
-            self._telemetry.add("luckrate.traces.ungraded", reason="not_gradable")
+            self._telemetry.add(TRACES_UNGRADED.name, reason="not_gradable")
             log.info("trace %s not gradable: %s", tid, g.not_gradable)
             if self._verdicts is not None:
                 self._verdicts.write(g, spec.name)
@@ -250,5 +251,5 @@ class Worker:
             self._verdicts.write(g, spec.name)
         if self._events is not None:
             self._events.publish(g, spec.name, trace.trace_id, root)
-        self._telemetry.add("luckrate.grade.duration", time.perf_counter() - started)
-        self._telemetry.add("luckrate.verdict.delay", max(0.0, self._clock() - item.first_seen))
+        self._telemetry.add(GRADE_DURATION.name, time.perf_counter() - started)
+        self._telemetry.add(VERDICT_DELAY.name, max(0.0, self._clock() - item.first_seen))

@@ -41,6 +41,7 @@ from luckrate.service.grade.tally import Report, apply
 from luckrate.service.export.telemetry import Telemetry
 from luckrate.service.assemble.wal import Feed, WriteAheadLog
 from luckrate.service.grade.worker import VerdictLog
+from luckrate.service.export.instruments import LOG_RECORDS_DROPPED, SPANS_LOST, TRACES_ACTIVE
 
 log = logging.getLogger(__name__)
 
@@ -308,11 +309,11 @@ class WorkerPool:
             old.put(_STOP_SENDING)
         self._budget.release(lost + lost_records)
         with self._apply_lock:
-            self._telemetry.add("luckrate.spans.lost", lost, reason="worker_died")
+            self._telemetry.add(SPANS_LOST.name, lost, reason="worker_died")
             if lost_records:
-                self._telemetry.add("luckrate.log_records.dropped", lost_records, reason="worker_died")
+                self._telemetry.add(LOG_RECORDS_DROPPED.name, lost_records, reason="worker_died")
             if active:
-                self._telemetry.add("luckrate.traces.active", -active)
+                self._telemetry.add(TRACES_ACTIVE.name, -active)
         if self._stopping:
             self._failed = True
             log.error("worker %d died while draining (exit code %s): %d span(s) lost", slot.index, code, lost)
