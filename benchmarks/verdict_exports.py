@@ -32,7 +32,7 @@ from luckrate.core.spec import load_specs, spec_for
 from luckrate.service.assemble.assembler import Assembler, Limits
 from luckrate.service.export.prometheus import PrometheusReader
 from luckrate.service.export.telemetry import Labels, Telemetry
-from luckrate.service.export.verdict_events import VerdictEvents, otlp_exporter
+from luckrate.service.export.verdict_events import EventOptions, VerdictEvents, otlp_exporter
 
 SPEC = Path(__file__).resolve().parent.parent / "examples" / "spec.py"
 
@@ -91,8 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     events = VerdictEvents(
         otlp_exporter(f"http://127.0.0.1:{sink.server_address[1]}/v1/logs"),
         telemetry.add,
-        mode="all",
-        max_queue=len(items) * 4,
+        EventOptions("all", max_queue=len(items) * 4),
     )
     variants = {
         "metrics": dict(exemplars=False, events=None),

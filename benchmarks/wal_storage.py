@@ -24,11 +24,11 @@ from pathlib import Path
 
 import traffic
 
-from luckrate.service.assemble.wal import WriteAheadLog
+from luckrate.service.assemble.wal import WalOptions, WriteAheadLog
 
 
 def _segments(directory: Path, bodies: list[bytes], tids: list[list[bytes]]) -> float:
-    wal = WriteAheadLog(directory, max_bytes=1 << 40)
+    wal = WriteAheadLog(directory, WalOptions(max_bytes=1 << 40))
     wal.open()
     wal.replay(lambda *a: (set(), 0))
     append = 0.0

@@ -10,7 +10,7 @@ import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 
 from luckrate.core.grade import grade
-from luckrate.service.assemble.assembler import CompletedTrace
+from luckrate.service.grade.completed import CompletedTrace
 from luckrate.service.config import Endpoint
 from luckrate.service.export.exemplars import LatestExemplar, trace_context
 from luckrate.service.export.prometheus import MetricsServer, wants_openmetrics

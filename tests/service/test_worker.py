@@ -10,10 +10,11 @@ import pytest
 
 from luckrate.adapters.otlp import OutputRule, records_from_request, trajectory_from_spans
 from luckrate.core.spec import load_specs
-from luckrate.service.assemble.assembler import CompletedTrace
+from luckrate.service.grade.completed import CompletedTrace
 from luckrate.service.export.prometheus import PrometheusReader
 from luckrate.service.export.telemetry import Labels, Telemetry
-from luckrate.service.grade.worker import MAX_ECHO, VerdictLog, Worker
+from luckrate.service.grade.verdict_log import MAX_ECHO, VerdictLog
+from luckrate.service.grade.worker import Grading, Outlets, Worker
 from tests.service.harness import SPEC, parse_metrics, record_runs, request_of, total
 from tests.service.test_e2e import by_trace, runs
 
@@ -34,13 +35,19 @@ def rig(specs=SPECS, adapt=None, verdict_log=None):
     reader = PrometheusReader()
     telemetry = Telemetry([reader], Labels(specs))
     released = []
+
+    class Ledger:
+        def release(self, spans, records=0):
+            released.append(spans)
+
+        def settle(self, trace_id):
+            pass
+
     worker = Worker(
-        specs,
-        adapt or (lambda spans: trajectory_from_spans(spans, OutputRule())),
+        Grading(specs, adapt or (lambda spans: trajectory_from_spans(spans, OutputRule()))),
         telemetry,
-        release=released.append,
+        Outlets(Ledger(), verdicts=verdict_log),
         clock=lambda: 2.5,
-        verdict_log=verdict_log,
     )
     return worker, lambda: parse_metrics(reader.render()), released
 

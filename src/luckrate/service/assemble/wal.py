@@ -81,6 +81,24 @@ Feed = Callable[[int, bytes, Callable[[bytes], bool]], tuple[set, int]]
 trace ``keep`` picks back to intake."""
 
 
+@dataclass(frozen=True)
+class WalOptions:
+    """How big the log may grow, how often it syncs, and how long it remembers."""
+
+    max_bytes: int
+    """Most bytes the segment files hold; beyond, requests are refused (``LogRefused``, ``wal_full``)."""
+    sync: str = "interval"
+    """``interval`` (every ``sync_interval`` seconds) or ``request`` (before each request is acknowledged)."""
+    sync_interval: float = 1.0
+    segment_bytes: int = SEGMENT_BYTES
+    memory: int = 100_000
+    """Settled trace ids remembered, so that a late span's record is marked settled at once (its trace
+    will not be graded again)."""
+    stale_after: float = 600.0
+    """Seconds after which a closed segment is deleted even with traces open in it (none can still be
+    buffered; see ``WriteAheadLog._trim``)."""
+
+
 class WriteAheadLog:
     """Thread-safe. ``open`` (checks the directory, takes its lock) → ``replay`` → ``append`` /
     ``settle`` → ``close``."""
@@ -88,26 +106,17 @@ class WriteAheadLog:
     def __init__(
         self,
         directory: str | Path,
-        *,
-        max_bytes: int,
-        sync: str = "interval",
-        sync_interval: float = 1.0,
-        segment_bytes: int = SEGMENT_BYTES,
-        memory: int = 100_000,
-        stale_after: float = 600.0,
+        options: WalOptions,
         count: Count = no_count,
         clock: Callable[[], float] = time.monotonic,
     ):
-        """``memory``: settled trace ids remembered, so that a late span's record is marked settled at once
-        (its trace will not be graded again). ``stale_after``: seconds after which a closed segment is
-        deleted even with traces open in it (none can still be buffered; see ``_trim``)."""
         self.directory = Path(directory)
-        self.max_bytes = max_bytes
-        self._sync, self._interval = sync, sync_interval
+        self.max_bytes = max_bytes = options.max_bytes
+        self._sync, self._interval = options.sync, options.sync_interval
         # At most an eighth of the bound, so that settled segments can be deleted well before it is reached.
-        self._segment_bytes = max(64 * 1024, min(segment_bytes, max_bytes // 8))
-        self._memory = memory
-        self._stale_after = stale_after
+        self._segment_bytes = max(64 * 1024, min(options.segment_bytes, max_bytes // 8))
+        self._memory = options.memory
+        self._stale_after = options.stale_after
         self._count = count
         self._clock = clock
         self._lock = threading.Lock()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.sdk._logs import LoggerProvider
@@ -151,26 +152,32 @@ class _Counted(LogRecordExporter):
         return self.inner.force_flush(timeout_millis)
 
 
+@dataclass(frozen=True)
+class EventOptions:
+    """Which graded runs become records, and how they are queued and exported."""
+
+    mode: str = "violations"
+    """One of ``MODES``."""
+    max_queue: int = 2048
+    """Records queued or being exported at most; beyond, refused and counted (``queue_full``)."""
+    batch_size: int = 512
+    schedule_delay: float = 1.0
+    """Seconds between the batch processor's exports."""
+    public_url: str | None = None
+    """The run viewer's address as users reach it; each record then carries its run's page (``RUN_URL``)."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+
+
 class VerdictEvents:
     """Publishes verdicts as log records; ``publish`` is called by the worker thread and never blocks."""
 
-    def __init__(
-        self,
-        exporter: LogRecordExporter,
-        count: Count,
-        *,
-        mode: str = "violations",
-        max_queue: int = 2048,
-        batch_size: int = 512,
-        schedule_delay: float = 1.0,
-        public_url: str | None = None,
-    ):
-        """``public_url``: the run viewer's address as users reach it; each record then carries its run's
-        page as ``luckrate.run.url``."""
+    def __init__(self, exporter: LogRecordExporter, count: Count, options: EventOptions = EventOptions()):
+        public_url, max_queue = options.public_url, options.max_queue
         self._pages = public_url.rstrip("/") + "/runs/" if public_url else None
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-        self.mode = mode
+        self.mode = options.mode
         self._count = count
         self._gate = _Gate(max_queue)
         self._exporter = _Counted(exporter, self._gate, count)
@@ -179,8 +186,8 @@ class VerdictEvents:
         self.provider.add_log_record_processor(
             BatchLogRecordProcessor(
                 self._exporter,
-                schedule_delay_millis=schedule_delay * 1000,
-                max_export_batch_size=min(batch_size, max_queue),
+                schedule_delay_millis=options.schedule_delay * 1000,
+                max_export_batch_size=min(options.batch_size, max_queue),
                 max_queue_size=max_queue,
             )
         )
@@ -253,6 +260,5 @@ def verdict_events(cfg, count: Count) -> VerdictEvents:
     """The log-event exporter of one grading process (each ``--workers`` process has its own); ``count``
     records its drops, which a worker's report carries to the one ``/metrics``."""
     check_verdict_events(cfg)
-    return VerdictEvents(
-        otlp_exporter(cfg.otlp_logs), count, mode=cfg.verdict_events, public_url=cfg.public_url if cfg.viewer else None
-    )
+    options = EventOptions(cfg.verdict_events, public_url=cfg.public_url if cfg.viewer else None)
+    return VerdictEvents(otlp_exporter(cfg.otlp_logs), count, options)

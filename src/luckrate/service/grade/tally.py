@@ -62,10 +62,13 @@ class _RawAgents:
 
 
 class Tally:
-    """A worker's Telemetry: records what Telemetry records, as deltas until the next report."""
+    """A ``Recorder`` keeping deltas until the next report (or flush), and a grading process's ``Ledger``:
+    the spans, records and traces it settles travel in the same report as their counts."""
 
-    def __init__(self) -> None:
+    def __init__(self, marks: bool = False) -> None:
+        """``marks``: keep the ids of the traces settled (with the write-ahead log, which marks them)."""
         self.labels = _RawAgents()
+        self._marks = marks
         self._reset()
 
     def _reset(self) -> None:
@@ -97,14 +100,15 @@ class Tally:
         """Keep a graded run for the next report (its spec stays here: the receiving process has the same)."""
         self.runs.append(pack(g, traj, traces))
 
-    def release(self, n: int) -> None:
-        self.settled += n
+    def release(self, spans: int, records: int = 0) -> None:
+        """``Ledger.release``: the receiving process gives the room back when the report arrives."""
+        self.settled += spans
+        self.settled_records += records
 
     def settle(self, trace_id: bytes) -> None:
-        self.traces.append(trace_id)
-
-    def release_records(self, n: int) -> None:
-        self.settled_records += n
+        """``Ledger.settle``: the receiving process marks the trace once the report's lines are written."""
+        if self._marks:
+            self.traces.append(trace_id)
 
     @property
     def pending(self) -> bool:
