@@ -13,16 +13,17 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from luckrate.core.spec import InvalidSpec, load_specs
+from luckrate.core.spec import InvalidSpec, Spec, load_specs
 from luckrate.service.assemble.assembler import SpanBudget
 from luckrate.service.assemble.intake import Intake, IntakeOptions
 from luckrate.service.assemble.wal import LogUnusable, WalOptions, WriteAheadLog
 from luckrate.service.config import InvalidConfig, ServiceConfig, loopback, worker_count
 from luckrate.service.export.prometheus import MetricsServer, PrometheusReader
 from luckrate.service.export.run_ring import RunRing
-from luckrate.service.export.telemetry import Labels, Telemetry
+from luckrate.service.export.telemetry import Count, Labels, Telemetry
 from luckrate.service.export.verdict_events import check_verdict_events
 from luckrate.service.export.viewer import Viewer, ViewerServer
 from luckrate.service.flags import add_arguments, config_from_args
@@ -90,7 +91,7 @@ class Service:
         return done
 
 
-def build(cfg: ServiceConfig, specs) -> Service:
+def build(cfg: ServiceConfig, specs: Mapping[str, Spec]) -> Service:
     """Assemble the service from a finalized config and loaded specs (nothing listens yet)."""
     readers, prom = [], None
     if cfg.prometheus is not None:
@@ -158,7 +159,7 @@ def _run_hold(cfg: ServiceConfig) -> float:
     return 0.0 if cfg.runs_by == "trace" else cfg.max_run_age + cfg.run_wait
 
 
-def open_wal(cfg: ServiceConfig, count, owners: int) -> WriteAheadLog:
+def open_wal(cfg: ServiceConfig, count: Count, owners: int) -> WriteAheadLog:
     """The write-ahead log, its directory checked and locked; InvalidConfig (exit 2) when it is unusable."""
     # A trace is graded within max_trace_age of its first span (and a replayed one within that of the
     # restart), so twice that, plus the drain, is when whatever a segment still holds can only be a leak.

@@ -29,14 +29,15 @@ from luckrate.service.config import ServiceConfig
 from luckrate.service.export.run_ring import RunRing
 from luckrate.service.export.telemetry import Count, Recorder
 from luckrate.service.export.verdict_events import verdict_events
+from luckrate.service.grade.completed import CompletedRun
 from luckrate.service.grade.tally import Tally, apply
 from luckrate.service.grade.worker import Grading, Outlets, Worker
 
 
 @dataclass(frozen=True)
 class Sinks:
-    """What grading writes to beyond the counts, in either process model: the write-ahead log's marks, and
-    the run viewer's ring."""
+    """What the receiving process's grading writes to beyond the counts: the write-ahead log (its marks) and
+    the run viewer's ring. Grading processes send both back in their reports, and the pool writes them."""
 
     wal: WriteAheadLog | None = None
     ring: RunRing | None = None
@@ -115,7 +116,7 @@ class GradingPipeline:
         self.worker.work()
 
 
-def run_assembler(cfg: ServiceConfig, emit, count: Count) -> RunAssembler | None:
+def run_assembler(cfg: ServiceConfig, emit: Callable[[CompletedRun], None], count: Count) -> RunAssembler | None:
     """The stage that groups completed traces into runs, when ``runs_by`` asks for runs across traces."""
     if cfg.runs_by == "trace":
         return None
