@@ -188,7 +188,7 @@ def records_at(
     tables: Interning | None = None,
 ) -> list[Any]:
     """Compact the spans at these positions (ascending, counted over the request's spans in order), already
-    judged usable (``usable_spans``, ``reject_reason``): a grading process reaches its share without a Python step over the
+    judged usable (``reject_reason``): a grading process reaches its share without a Python step over the
     spans it does not own. ``packed`` and ``tables`` as in ``records_from_request``."""
     if tables is None:
         tables = _fresh()
