@@ -42,7 +42,7 @@ import detection_traces as dt  # noqa: E402
 
 from luckrate.adapters.otlp import read_otlp, read_otlp_json  # noqa: E402
 from luckrate.core.grade import RunGrade, grade  # noqa: E402
-from luckrate.core.spec import Spec  # noqa: E402
+from luckrate.core.spec_loader import spec_from_dict
 from luckrate.core.step import Trajectory  # noqa: E402
 
 # Read off each suite's tool functions once (names and docstrings). untrusted: a third party can write
@@ -128,7 +128,7 @@ def spec_dicts() -> dict[str, dict[str, Any]]:
     return {s: {"untrusted": sorted(UNTRUSTED[s]), "privileged": sorted(PRIVILEGED[s])} for s in SUITES}
 
 
-SPECS = {name: Spec.from_dict(raw, name) for name, raw in spec_dicts().items()}
+SPECS = {name: spec_from_dict(raw, name) for name, raw in spec_dicts().items()}
 
 
 def baseline(traj: Trajectory, suite: str) -> list[str]:
@@ -218,7 +218,7 @@ def use_delegated(root: Path) -> bool:
     DELEGATED_AT[:] = [root]
     raw = runpy.run_path(str(root / "spec.py"))["SPECS"]
     (spec,) = raw.values()
-    SPECS[DELEGATED_SUITE] = Spec.from_dict(spec, DELEGATED_SUITE)
+    SPECS[DELEGATED_SUITE] = spec_from_dict(spec, DELEGATED_SUITE)
     if DELEGATED_SUITE not in SUITES_READ:
         SUITES_READ.append(DELEGATED_SUITE)
     return True
@@ -418,9 +418,9 @@ pointed at, an object of the source, a code, explains a weaker flow and decides 
 
 def _module(name: str) -> Any:
     from luckrate.core import intent, provenance
-    from luckrate.core.checks import grounding
+    from luckrate.core.checks import taint
 
-    return {"intent": intent, "provenance": provenance, "grounding": grounding}[name.split(".")[0]]
+    return {"intent": intent, "provenance": provenance, "taint": taint}[name.split(".")[0]]
 
 
 def _set(name: str, value: Any) -> None:
@@ -479,14 +479,14 @@ def loso() -> str:
     rows.append(["all (each suite scored left out)", "", *Score.of(held, "luckrate").row(), "", ""])
     header = ["suite left out", "chosen on the others", "precision", "recall", "F1", "clean flagged"]
     header += ["resisted flagged", "precision on the others", ""]
-    _set("grounding.UNOPPOSED", True)  # the way to taint that is off, measured as it would be
+    _set("taint.UNOPPOSED", True)  # the way to taint that is off, measured as it would be
     with_unopposed = _scored(load()[0])
-    _set("grounding.UNOPPOSED", False)
+    _set("taint.UNOPPOSED", False)
     return _table(header, rows) + "\n\n" + routes(with_unopposed)
 
 
 def routes(runs: list[Graded]) -> str:
-    """Each way to taint (``runs`` graded with ``grounding.UNOPPOSED`` on, to measure that way too), per suite: how
+    """Each way to taint (``runs`` graded with ``taint.UNOPPOSED`` on, to measure that way too), per suite: how
     many runs it flags right and wrong, and its precision there and on the other suites. A way whose precision on one
     suite falls more than 0.1 below the others' is marked overfit."""
     ways = {

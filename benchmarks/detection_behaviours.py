@@ -28,7 +28,7 @@ from typing import Any
 
 from agentdojo.functions_runtime import FunctionCall
 
-from luckrate.core.provenance import walk
+from luckrate.core.identifiers import walk
 
 _STRONG = re.compile(
     r"^(?:https?://)?(?:www\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)+(?:/\S*)?$|^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.IGNORECASE

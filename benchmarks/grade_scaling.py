@@ -20,12 +20,13 @@ import time
 
 from luckrate.core.grade import grade
 from luckrate.core.spec import Spec
+from luckrate.core.spec_loader import spec_from_dict
 from luckrate.core.step import Message, Step, Trajectory
 
 SIZES = (10, 100, 1_000, 10_000)
 STEPS_PER_ROUND = 40_000
 TOOLS = ["lookup_order", "issue_refund", "fetch_webpage", "send_email", "search_kb", "escalate_to_human"]
-SPEC = Spec.from_dict(
+SPEC = spec_from_dict(
     {
         "tools": TOOLS,
         "required": ["lookup_order"],
@@ -37,7 +38,7 @@ SPEC = Spec.from_dict(
         "max_duration": 1e9,
     }
 )
-POLICY_SPEC = Spec.from_dict(
+POLICY_SPEC = spec_from_dict(
     {
         "tools": TOOLS + ["close_ticket"],
         "required": ["lookup_order"],

@@ -35,7 +35,8 @@ from luckrate.adapters.formats import reader  # noqa: E402
 from luckrate.adapters.otlp import read_otlp_json  # noqa: E402
 from luckrate.cli import tally_file  # noqa: E402
 from luckrate.core.grade import grade  # noqa: E402
-from luckrate.core.spec import Spec, load_specs  # noqa: E402
+from luckrate.core.spec import Spec  # noqa: E402
+from luckrate.core.spec_loader import load_specs, spec_from_dict  # noqa: E402
 from luckrate.core.suggest import Tally, Thresholds, propose, render  # noqa: E402
 
 GRID = [
@@ -156,7 +157,7 @@ def names_only_table(runs: list) -> None:
 
 def taint_table(tally: Tally, runs: list) -> None:
     variants = {
-        "hand-written": {s: Spec.from_dict(d, s) for s, d in detection.spec_dicts().items()},
+        "hand-written": {s: spec_from_dict(d, s) for s, d in detection.spec_dicts().items()},
         "proposed": _proposed_specs(tally, Thresholds()),
         "proposed, field-level": _proposed_specs(tally, Thresholds(fields=True)),
     }

@@ -28,7 +28,8 @@ import traffic
 from luckrate.adapters.otlp import records_from_request, request_from_protobuf, trajectory_from_spans
 from luckrate.adapters.otlp.conventions import interning
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.assemble.assembler import Assembler, Limits
 from luckrate.service.export.prometheus import PrometheusReader
 from luckrate.service.export.telemetry import Labels, Telemetry

@@ -30,7 +30,8 @@ import traffic
 from luckrate.adapters.otlp import records_from_request, request_from_protobuf, trajectory_from_spans
 from luckrate.adapters.otlp.conventions import interning
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.assemble.assembler import Assembler, Limits
 from luckrate.service.export.run_ring import RunRing, pack, unpack
 from luckrate.service.grade.tally import Tally

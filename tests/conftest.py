@@ -1,8 +1,10 @@
 """Shared fixtures, and the test tiers.
 
-Every test gets exactly one tier marker from where it lives (``TIERS``), so ``pytest -m unit`` runs the
-in-process tier in seconds and ``-m e2e`` / ``-m interop`` / ``-m collector`` the tiers that start
-servers, real SDKs in other languages, or the real collector. A plain ``pytest`` runs them all.
+Every test gets exactly one tier marker: its own ``@pytest.mark.e2e`` (or another tier's) when it has one,
+else the one for where it lives (``TIERS``). ``pytest -m unit`` runs the in-process tier in seconds and
+``-m e2e`` / ``-m interop`` / ``-m collector`` the tiers that start servers, real SDKs in other languages,
+or the real collector. A plain ``pytest`` runs them all. A unit test that opens a socket or starts a
+process fails, naming what it did (``tests/unit_guard.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+pytest_plugins = ["pytester", "tests.unit_guard"]
+
 TESTS = Path(__file__).resolve().parent
+TIER_NAMES = ("unit", "e2e", "interop", "collector")
 TIERS = {
     "collector": "collector",
     "interop": "interop",
@@ -41,6 +46,10 @@ TIERS = {
     "service/test_logs_receiver.py": "e2e",
     "service/test_tls.py": "e2e",
     "service/test_workers.py": "e2e",
+    # `luckrate serve` in-process, scraped, and promtool as a subprocess.
+    "service/test_prometheus.py": "e2e",
+    # The instrumentation example and the README's snippet as subprocesses against `luckrate serve`.
+    "test_example_instrument.py": "e2e",
     # The run viewer's HTTP server, and luckrate serve with grading processes feeding it.
     "service/test_viewer.py": "e2e",
     # A real browser (Debian's chromium, driven by Playwright) against the viewer and the HTML report.
@@ -69,7 +78,16 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        item.add_marker(getattr(pytest.mark, tier_of(item.path)))
+        own = [name for name in TIER_NAMES if item.get_closest_marker(name)]
+        if not own:
+            item.add_marker(getattr(pytest.mark, tier_of(item.path)))
+        elif len(own) > 1:
+            raise pytest.UsageError(f"{item.nodeid}: one tier per test, it is marked {' and '.join(own)}")
+        elif own == ["unit"] and tier_of(item.path) != "unit":
+            raise pytest.UsageError(
+                f"{item.nodeid}: marked unit in a file of the {tier_of(item.path)} tier (TIERS), "
+                "which pytest -m unit does not import"
+            )
 
 
 # ---- certificates ----------------------------------------------------------------------------------

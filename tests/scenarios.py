@@ -219,3 +219,15 @@ FAILING_LOOP = Scenario(
 """The same call failing three times in a row (``max_failures`` in examples/spec.py), then an escalation:
 a failing loop, not a repeat of a call that succeeded. Captured where the source can record a failure
 (tests/testdata/mcp, tests/testdata/openai-v2)."""
+
+SAME_TOOL_TWICE = Scenario(
+    "lookup_twice",
+    "Where are my orders ORD-1 and ORD-2?",
+    (
+        (Call("lookup_order", {"order_id": "ORD-1"}, '{"order_id": "ORD-1", "status": "shipped"}'),),
+        (Call("lookup_order", {"order_id": "ORD-2"}, '{"order_id": "ORD-2", "status": "delivered"}'),),
+    ),
+    "ORD-1 has shipped; ORD-2 was delivered.",
+)
+"""The same tool in two turns with different results: captured where an instrumentation makes call ids up per
+message, so both calls carry the same id (tests/testdata/genai, google-genai)."""

@@ -21,7 +21,7 @@ from tests.testdata import _capture
 TESTDATA = Path(__file__).resolve().parent / "testdata"
 SCRIPTS = sorted(TESTDATA.glob("*/capture*.py"))
 EVERY = SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP,)
-SHARED = ("tests.scenarios", "tests.testdata._capture")
+SHARED = ("tests.scenarios", "tests.testdata._capture", "tests.testdata._genai")
 """The framework-free modules the scripts share (tests.frameworks' runners import their frameworks)."""
 
 

@@ -130,6 +130,7 @@ def test_no_spec_for_agent_exits_2(tmp_path, capsys):
     assert "no spec for agent 'support'" in capsys.readouterr().err
 
 
+@pytest.mark.e2e  # `python -m luckrate.cli` as a subprocess
 def test_usage_error_exits_2():
     proc = subprocess.run([sys.executable, "-m", "luckrate.cli", "grade", RUNS], capture_output=True, text=True)
     assert proc.returncode == 2 and "--spec" in proc.stderr and "Traceback" not in proc.stderr
@@ -141,6 +142,25 @@ def test_convert_round_trips(tmp_path, capsys):
     path = write(tmp_path, "again.jsonl", "\n".join(lines))
     assert main(["convert", path]) == 0
     assert capsys.readouterr().out.splitlines() == lines
+
+
+def test_convert_keeps_the_agents_a_hand_off_is_read_by(tmp_path, capsys):
+    # A converted run lost the agents the source recorded, so a hand-off to an agent that made no step (it
+    # only wrote the answer) read as unknown_tool and ungrounded again once the file was graded.
+    otlp = ROOT / "tests" / "testdata" / "llama-index" / "clean.reply.llama-index.otlp"
+    assert main(["convert", str(otlp)]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["agents"] == ["support_agent", "reply_agent"]
+    path = write(tmp_path, "reply.jsonl", line)
+    assert main(["grade", "--spec", SPEC, "--json", path]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["path_ok"] and run["violations"] == []
+
+
+def test_agents_of_the_wrong_type_are_refused(tmp_path, capsys):
+    path = write(tmp_path, "bad.jsonl", json.dumps({"id": "r", "steps": [], "agents": "support_agent"}))
+    assert main(["grade", "--spec", SPEC, path]) == 2
+    assert "'agents' must be a list of non-empty strings" in capsys.readouterr().err
 
 
 TESTDATA = ROOT / "tests" / "testdata"
@@ -335,6 +355,7 @@ def test_explain_lists_every_traced_argument_with_its_forms_and_reason(tmp_path,
     assert sorted(v["check"] for v in run["violations"]) == ["taint", "ungrounded"]
 
 
+@pytest.mark.e2e  # `python -m luckrate.cli` as a subprocess
 @pytest.mark.parametrize("command, code", [("convert", 0), ("grade", 1)])
 def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path, command, code):
     # `luckrate convert ... | head` ended in a BrokenPipeError traceback. The output is made larger than a
@@ -373,24 +394,13 @@ OPENAI_V2 = ROOT / "tests" / "testdata" / "openai-v2"
 
 def _openai_json(name: str, kind: str) -> str:
     """A capture as the Collector's file exporter writes it: OTLP/JSON, hex ids."""
-    import base64
-
-    from google.protobuf import json_format
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+    from tests.builders import otlp_json
+
     message = ExportTraceServiceRequest if kind == "traces" else ExportLogsServiceRequest
-    doc = json_format.MessageToDict(
-        message.FromString((OPENAI_V2 / f"{name}.{kind}.otlp").read_bytes()), use_integers_for_enums=True
-    )
-    for outer, inner, items in (("resourceSpans", "scopeSpans", "spans"), ("resourceLogs", "scopeLogs", "logRecords")):
-        for r in doc.get(outer, []):
-            for s in r.get(inner, []):
-                for item in s.get(items, []):
-                    for key in ("traceId", "spanId", "parentSpanId"):
-                        if key in item:
-                            item[key] = base64.b64decode(item[key]).hex()
-    return json.dumps(doc)
+    return otlp_json(message.FromString((OPENAI_V2 / f"{name}.{kind}.otlp").read_bytes())).decode()
 
 
 @pytest.mark.parametrize("how", ["--logs", "detected"])

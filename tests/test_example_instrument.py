@@ -2,7 +2,6 @@
 run as written against a real ``luckrate serve``: its run arrives over the SDK's OTLP exporter and is graded,
 output passing, path clean. A new user had no snippet to follow and guessed."""
 
-import os
 import re
 import subprocess
 import sys
@@ -11,16 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.service.harness import Server, total
+from tests.service.harness import Server, sdk_env, snippet, total
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "instrument.py"
-
-
-def sdk_env(endpoint: str) -> dict[str, str]:
-    """The environment with the OTLP exporter pointed at ``endpoint`` by the standard variable alone."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    return {**env, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
 
 
 @pytest.mark.parametrize("how", ["argument", "OTEL_EXPORTER_OTLP_ENDPOINT"])
@@ -33,14 +26,6 @@ def test_the_instrumentation_example_is_graded_as_a_clean_passing_run(how):
         s = server.wait_metric("luckrate_runs_total", 1, output="pass", path="ok")
         assert total(s, "luckrate_runs_total") == 1
         assert total(s, "luckrate_spans_assembled_total") == 3
-
-
-def snippet(page: str) -> str:
-    """The ```python block under "Instrument your agent" (README) or "Send a trace" (quick start)."""
-    text = (ROOT / page).read_text(encoding="utf-8")
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if "OTLPSpanExporter" in b]
-    assert len(blocks) == 1, f"{page}: expected one instrumentation snippet, found {len(blocks)}"
-    return blocks[0]
 
 
 def test_the_readme_snippet_is_graded_as_a_clean_passing_run(tmp_path):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -235,3 +235,109 @@ def test_a_planted_global_rebinding_is_caught(tmp_path):
     planted = tmp_path / "m.py"
     planted.write_text("_KEYS = frozenset()\n\n\ndef keep(keys):\n    global _KEYS\n    _KEYS = _KEYS | keys\n")
     assert global_statements(planted) == [5]
+
+
+def module_name(path: Path, root: Path = SRC) -> str:
+    parts = [root.name, *path.relative_to(root).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_cycles(package: str, root: Path = SRC) -> list[list[str]]:
+    """Every cycle among the modules of ``package`` (a directory under ``root``), as the modules on it in import
+    order, the first repeated at the end; each import counts wherever it is written (a function, a TYPE_CHECKING
+    block): a cycle hidden from the interpreter is still one a reader has to hold in mind."""
+    modules = {module_name(p, root): p for p in _files(package, root)}
+    edges = {m: sorted(_module_imports(p, root, modules.keys()) - {m}) for m, p in modules.items()}
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        path.append(m)
+        for n in edges[m]:
+            if state.get(n) == 1:
+                cycles.append([*path[path.index(n) :], n])
+            elif n not in state:
+                visit(n)
+        path.pop()
+        state[m] = 2
+
+    for m in sorted(modules):
+        if m not in state:
+            visit(m)
+    return cycles
+
+
+def _module_imports(path: Path, root: Path, known: Iterable[str]) -> set[str]:
+    """The modules of ``known`` that ``path`` imports. ``from pkg import sub`` imports the module ``pkg.sub`` when
+    there is one, else a name of ``pkg``: the package's ``__init__`` runs first for any import of a submodule and
+    is no edge of its own."""
+    known = set(known)
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            [module, *names] = _from_import(node, path, root)
+            out.update(f"{module}.{n}" if f"{module}.{n}" in known else module for n in names)
+        elif isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Call) and (name := _dynamic_name(node)):
+            out.add(name)
+    return out & known
+
+
+def _from_import(node: ast.ImportFrom, path: Path, root: Path) -> list[str]:
+    """The module a ``from`` import reads (relative ones resolved), then the names it imports."""
+    if node.level:
+        package = _package_of(path, root)
+        base = package[: len(package) - node.level + 1]
+        module = ".".join(base + ([node.module] if node.module else []))
+    else:
+        module = node.module or ""
+    return [module, *(alias.name for alias in node.names if alias.name != "*")]
+
+
+@pytest.mark.parametrize("package", ["core", "service"])
+def test_no_import_cycle(package):
+    # spec.py once imported the check registry, which imports every check family, which imported Spec under
+    # TYPE_CHECKING to get around the cycle; provenance.py and intent.py imported each other the same way.
+    assert import_cycles(package) == []
+
+
+@pytest.mark.parametrize(
+    "files, cycle",
+    [
+        (
+            {
+                "core/spec.py": "from luckrate.core.checks import REGISTRY\n",
+                "core/checks/__init__.py": "",
+                "core/checks/tools.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                "    from luckrate.core.spec import Spec\n",
+                "core/__init__.py": "",
+            },
+            None,  # spec -> checks (the package) only: no cycle back to spec from the package itself
+        ),
+        (
+            {
+                "core/spec.py": "from luckrate.core.checks.tools import forbidden\n",
+                "core/checks/tools.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                "    from luckrate.core.spec import Spec\n",
+            },
+            ["luckrate.core.checks.tools", "luckrate.core.spec", "luckrate.core.checks.tools"],
+        ),
+        (
+            {
+                "core/provenance.py": "def of():\n    from luckrate.core import intent\n",
+                "core/intent.py": "from .provenance import trace\n",
+            },
+            ["luckrate.core.intent", "luckrate.core.provenance", "luckrate.core.intent"],
+        ),
+    ],
+)
+def test_a_planted_cycle_is_caught(tmp_path, files, cycle):
+    root = tmp_path / "luckrate"
+    for name, source in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(source)
+    found = import_cycles("core", root)
+    assert found == ([] if cycle is None else [cycle])

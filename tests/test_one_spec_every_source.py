@@ -31,10 +31,11 @@ from luckrate.adapters import crewai, n8n
 from luckrate.adapters.langgraph import trajectory_from_messages
 from luckrate.adapters.otlp import read_otlp, read_otlp_files
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
 from luckrate.core.step import Trajectory
 from tests.frameworks import langgraph_agent, openai_agents, pydantic_ai_agent, smolagents_agent
-from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Scenario
+from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Ask, Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTDATA = ROOT / "tests" / "testdata"
@@ -130,6 +131,7 @@ OTLP_SOURCES = {
     "pydantic-ai-v1": otlp_capture("pydantic-ai", "v1"),  # pydantic-ai 1.x only: captured
     **{f"pydantic-ai-v{v}": pydantic_ai_live(v) for v in pydantic_ai_agent.VERSIONS},
     "vercel-ai-sdk": otlp_capture("vercel-ai"),
+    "vercel-ai-sdk+traceloop-node": otlp_capture("vercel-ai-traceloop"),  # Traceloop's Node SDK span processor
     "langchainjs+openinference": otlp_capture("langchainjs"),
     **{f"google-adk-{m}": otlp_capture("google-adk", m) for m in ("v1", "v2", "v2-experimental")},
     "llama-index+openinference": otlp_capture("llama-index"),
@@ -194,6 +196,10 @@ TOOL_CLASS_NAMES = {"langchainjs+traceloop-node": otlp_capture("langchainjs-trac
 ``execute_tool DynamicStructuredTool``): the tool's name comes from the ToolMessage it returned or the
 model's request, both content; with content off the steps keep the class name."""
 
+NODE_SDK_CONTENT_OFF = {"langchainjs+traceloop-node-sdk": otlp_capture("langchainjs-traceloop", "sdk-nocontent")}
+"""LangGraph.js under Traceloop's Node SDK itself (``traceloop.initialize({traceContent: false})``): the SDK does
+not pass the setting to its LangChain instrumentation, so the spans keep their content (tool names resolve)."""
+
 FRAMEWORK_ROOT = {"mastra": otlp_capture("mastra")}
 """Sources whose traces start at the framework's own agent span, so no ``luckrate.output_ok`` is set: Mastra's
 exporter (the run's input and answer on its agent_run span, the model's calls on its model_step spans; no
@@ -202,6 +208,13 @@ gen_ai.input.messages anywhere), content on and off (``hideInput`` / ``hideOutpu
 TASK_SOURCES = {"crewai+openinference": otlp_capture("crewai-openinference")}
 """CrewAI under OpenInference: no span records the user's words; the task's description (in the task span's
 output) is the request, as for CrewAI's events. No span carries a call id."""
+
+MODEL_CLIENT_CONTENT = {f"autogen+{m}": otlp_capture("autogen", m) for m in ("openinference", "openai-v2", "traceloop")}
+"""AutoGen with content, as deployed: autogen-core's own spans (names and call ids only) with an
+instrumentation of the model client underneath that records the content: OpenInference's AutoGen
+instrumentation (a TOOL span of its own around each of autogen-core's ``execute_tool`` spans, and the model's
+messages), the contrib openai-v2 instrumentation or Traceloop's OpenAI instrumentation (the model's messages
+only), content on and off."""
 
 SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     "langgraph-messages": langgraph_messages,
@@ -216,6 +229,8 @@ SOURCES: dict[str, Callable[[Scenario], Trajectory]] = {
     **TOOL_CLASS_NAMES,
     **TASK_SOURCES,
     **FRAMEWORK_ROOT,
+    **MODEL_CLIENT_CONTENT,
+    **NODE_SDK_CONTENT_OFF,
 }
 
 
@@ -537,3 +552,146 @@ def test_llama_index_workflow_of_three_agents_same_verdict(scenario, content):
     handoff = {v.check for v in g.violations if v.tool == "handoff"}
     assert handoff == (set() if content else {"unknown_tool"})
     assert any(s.startswith("taint (") for s in g.skipped) is (not content)
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "nocontent"])
+@pytest.mark.parametrize("scenario", SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP,), ids=lambda s: s.name)
+@pytest.mark.parametrize("source", MODEL_CLIENT_CONTENT)
+def test_autogen_with_content_is_one_step_per_call(source, scenario, content):
+    # Under OpenInference every call was two steps (its TOOL span and autogen-core's execute_tool span inside
+    # it), so a clean run read as `before` and a failing loop as repeats; and with content on, taint and the
+    # repeat of a failing tool were missed. The two spans of one call are one step, its call id from either.
+    traj = MODEL_CLIENT_CONTENT[source](scenario, content=content)
+    assert (traj.agent, traj.content) == ("support_agent", content)
+    assert [(s.tool, s.call_id, s.agent, s.failed) for s in traj.steps] == [
+        (c.tool, f"call_{i}_{n}", "support_agent", c.error is not None)
+        for i, turn in enumerate(scenario.turns)
+        if not isinstance(turn, Ask)
+        for n, c in enumerate(turn)
+    ]
+    if content:
+        replies = tuple(t.reply for t in scenario.turns if isinstance(t, Ask))
+        assert traj.input == ((scenario.user, *replies) if replies else scenario.user)
+        assert [(s.args, s.result) for s in traj.steps][:1] == [(scenario.calls[0].args, _result(scenario.calls[0]))]
+    found = {(v.check, v.tool) for v in grade(traj, SPEC).violations}
+    blind = set() if content else {"taint", "confirm", "before"}
+    assert found == {p for p in scenario.expected if p[0] not in blind}
+
+
+def _result(call):
+    return call.result if call.error is None else call.error
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "nocontent"])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_a_hand_off_to_an_agent_that_only_answers_is_a_hand_off(scenario, content):
+    # A clean two-agent run read as bad: support_agent makes every call, then hands the run to reply_agent,
+    # which only writes the answer. With no later step by reply_agent the hand-off was `unknown_tool` and its
+    # to_agent `ungrounded`. The agent ran (its spans are recorded): a call naming it hands the run to it.
+    traj = otlp_capture("llama-index", "reply")(scenario, content=content)
+    assert [s.tool for s in traj.steps] == [c.tool for c in scenario.calls] + ["handoff"]
+    found = {(v.check, v.tool) for v in grade(traj, SPEC).violations}
+    if content:
+        assert traj.agents == ("support_agent", "reply_agent")
+        assert found == scenario.expected
+    else:  # no agent is named with content off: nothing tells the hand-off from any other tool
+        assert traj.agents == ()
+        assert found == {p for p in scenario.expected if p[0] != "taint"} | {("unknown_tool", "handoff")}
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "nocontent"])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_a_crew_delegating_to_a_coworker_that_only_answers(scenario, content):
+    # A clean CrewAI run with delegation read as bad: Support Agent's call of CrewAI's own "Delegate work to
+    # coworker" tool was unknown_tool. The coworker runs inside that tool with no AGENT span of its own; the
+    # crew's kickoff span lists it (crew_agents), and the call names it (coworker=...): a hand-off.
+    traj = otlp_capture("crewai-openinference", "delegation")(scenario, content=content)
+    assert traj.agents == ("Support Agent", "Reply Agent")
+    assert [s.tool for s in traj.steps] == [c.tool for c in scenario.calls] + ["Delegate work to coworker"]
+    found = {(v.check, v.tool) for v in grade(traj, SPEC).violations}
+    if content:
+        assert found == scenario.expected
+    else:  # the coworker's name is an argument, hidden with content off
+        assert found == {p for p in scenario.expected if p[0] != "taint"} | {
+            ("unknown_tool", "Delegate work to coworker")
+        }
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "nocontent"])
+@pytest.mark.parametrize("source", MODEL_CLIENT_CONTENT)
+def test_autogen_tools_answering_with_error_objects_fail(source, content):
+    # The failing loop again, each failure returned as {"error": "RuntimeError: ..."} instead of raised, so
+    # AutoGen and its spans see successes. With content the result is nothing but an error object: a failed
+    # call, a failing loop (not a repeat); without content nothing says so.
+    path = otlp_file("autogen", "error_objects", source.split("+")[1], content)
+    traj = _one(read_otlp(path.read_bytes(), str(path)))
+    assert [s.tool for s in traj.steps] == [c.tool for c in FAILING_LOOP.calls]
+    assert [s.failed for s in traj.steps] == [content and c.error is not None for c in FAILING_LOOP.calls]
+    found = {(v.check, v.tool) for v in grade(traj, SPEC).violations}
+    assert found == (FAILING_LOOP.expected if content else set())
+
+
+NEW_CAPTURES = sorted(
+    p
+    for pattern in (
+        "autogen/*.openinference*.otlp",
+        "autogen/*.openai-v2*.otlp",
+        "autogen/*.traceloop*.otlp",
+        "llama-index/*.reply*.otlp",
+        "crewai-openinference/*.delegation*.otlp",
+        "vercel-ai-traceloop/*.otlp",
+        "semantic-kernel/*.logs.semantic-kernel.traces.otlp",
+    )
+    for p in TESTDATA.glob(pattern)
+)
+
+
+def test_a_batch_of_these_captures_with_a_non_agent_trace_is_graded_and_the_trace_skipped(capsys):
+    # Every capture of these frameworks in one `luckrate grade`, beside the MCP SDK's one-span
+    # notifications/initialized trace: the runs are graded, that trace is skipped and counted, not refused.
+    import json
+
+    from luckrate.cli import main
+
+    notification = str(TESTDATA / "mcp" / "initialized.sdk.mcp.otlp")
+    files = [str(p) for p in NEW_CAPTURES]
+    code = main(
+        ["grade", "--spec", str(ROOT / "examples" / "spec.py"), "--format", "otlp", "--json", *files, notification]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1  # the gate fails on the hard findings of the bad scenarios
+    assert len(report["runs"]) == len(files)
+    assert report["skipped"]["traces"] == 1 and report["skipped"]["files"] == {notification: 1}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        p
+        for p in NEW_CAPTURES
+        if p.name.startswith(("clean.", "user_supplied."))
+        and ".nocontent." not in p.name
+        and "semantic-kernel" not in p.parts
+    ],
+    ids=lambda p: p.name,
+)
+def test_no_clean_run_of_these_captures_is_bad(path):
+    # With content, `composed` and `ungrounded` included: a value the model composed or took from nowhere
+    # would show here (content off is graded in the tests above, hand-offs warning where no agent is named).
+    g = grade(_one(read_otlp(path.read_bytes(), str(path))), SPEC)
+    assert g.path_ok and not g.violations, g.violations
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "nocontent"])
+@pytest.mark.parametrize("source", MODEL_CLIENT_CONTENT)
+def test_autogen_with_content_reports_an_invented_value(source, content):
+    # An order id nothing in the run holds (the user named none): with content it is `ungrounded`, as on every
+    # source that records the arguments; without, grounding is reported skipped.
+    path = otlp_file("autogen", "invented", source.split("+")[1], content)
+    traj = _one(read_otlp(path.read_bytes(), str(path)))
+    assert [(s.tool, s.args if content else {}) for s in traj.steps] == [
+        ("issue_refund", {"order_id": "ORD-99999", "amount": 129} if content else {})
+    ]
+    g = grade(traj, SPEC)
+    assert (("ungrounded", "issue_refund") in {(v.check, v.tool) for v in g.violations}) is content
+    assert any(s.startswith("ungrounded (") for s in g.skipped) is (not content)

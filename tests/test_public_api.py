@@ -31,6 +31,7 @@ def test_an_unknown_name_is_an_attribute_error():
         luckrate.grade_all  # noqa: B018
 
 
+@pytest.mark.e2e  # a fresh interpreter as a subprocess
 def test_import_luckrate_imports_nothing_else():
     code = "import sys, luckrate; print(sorted(m for m in sys.modules if m.startswith('luckrate.')))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

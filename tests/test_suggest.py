@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from examples.spec import SPEC as EXAMPLE_SPEC
 from luckrate.adapters.formats import reader
 from luckrate.cli import main, tally_file
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.core.suggest import Tally, Thresholds, compare, propose, render, signals
 from luckrate.core.suggest.tally import MAX_TOOLS
 from tests.core.helpers import run, step
@@ -486,6 +486,7 @@ def test_a_trace_that_makes_no_run_is_counted_beside_the_runs(tmp_path, capsys):
     assert "luckrate: note: 1 trace made no run, skipped" in captured.err
 
 
+@pytest.mark.e2e  # `python -m luckrate.cli` as a subprocess
 def test_the_real_cli_writes_a_spec_that_luckrate_grade_loads(tmp_path):
     files = sorted(str(p) for p in (DATA / "otlp").glob("*.openai-agents.otlp") if "nocontent" not in p.name)
     spec = tmp_path / "spec.py"
@@ -507,6 +508,7 @@ def test_the_real_cli_writes_a_spec_that_luckrate_grade_loads(tmp_path):
     assert len(taint) == 1  # the injected run, as under the hand-written spec
 
 
+@pytest.mark.e2e  # benchmarks/suggest.py as a subprocess
 def test_the_dev_set_proposes_a_spec_that_loads_and_the_benchmark_prints_its_tables():
     bench = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "suggest.py"), "--sample", "8"],

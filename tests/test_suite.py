@@ -1,10 +1,10 @@
 """The suite runner: k runs per case; a crashed run is a run_error and the suite goes on."""
 
-from luckrate.core.spec import Spec
+from luckrate.core.spec_loader import spec_from_dict
 from luckrate.core.step import Step, Trajectory
 from luckrate.suite import Suite
 
-SPEC = Spec.from_dict({"tools": ["lookup_order", "delete_account"], "forbidden": ["delete_account"]})
+SPEC = spec_from_dict({"tools": ["lookup_order", "delete_account"], "forbidden": ["delete_account"]})
 
 
 def agent(case, attempt):

@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from playwright.sync_api import sync_playwright
 
 from luckrate import demo
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.app import build
 from luckrate.service.config import Endpoint, ServiceConfig
 

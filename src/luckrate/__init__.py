@@ -17,7 +17,8 @@ _WHERE: dict[str, str] = {
     # the spec
     "Spec": "luckrate.core.spec",
     "InvalidSpec": "luckrate.core.spec",
-    "load_specs": "luckrate.core.spec",
+    "load_specs": "luckrate.core.spec_loader",
+    "spec_from_dict": "luckrate.core.spec_loader",
     "spec_for": "luckrate.core.spec",
     # runs and their grades
     "Trajectory": "luckrate.core.step",
@@ -74,6 +75,7 @@ __all__ = [
     "read_otlp_json",
     "read_trajectories",
     "spec_for",
+    "spec_from_dict",
     "trajectory_from_dict",
     "trajectory_from_events",
     "trajectory_from_messages",
@@ -90,7 +92,8 @@ if TYPE_CHECKING:
     from luckrate.core.gate import GateResult, gate
     from luckrate.core.grade import RunGrade, grade
     from luckrate.core.metric import LuckRate
-    from luckrate.core.spec import InvalidSpec, Spec, load_specs, spec_for
+    from luckrate.core.spec import InvalidSpec, Spec, spec_for
+    from luckrate.core.spec_loader import load_specs, spec_from_dict
     from luckrate.core.step import Message, Step, Trajectory
     from luckrate.core.violation import Violation
     from luckrate.suite import Suite, SuiteResult

@@ -20,7 +20,8 @@ from luckrate.core.gate import gate
 from luckrate.core.checks.grounding import explain
 from luckrate.core.grade import RunGrade, grade, traced
 from luckrate.core.metric import LuckRate
-from luckrate.core.spec import InvalidSpec, Spec, load_specs, spec_for
+from luckrate.core.spec import InvalidSpec, Spec, spec_for
+from luckrate.core.spec_loader import load_specs
 from luckrate.core.step import Trajectory
 from luckrate.core.suggest import Tally, Thresholds, compare, propose, render
 from luckrate.progress import Progress

@@ -14,7 +14,8 @@ import pytest
 from luckrate.adapters.otlp import read_otlp
 from luckrate.adapters.otlp.payloads import result_text
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
 from tests.scenarios import FAILING_LOOP
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,11 +18,11 @@ from luckrate.adapters.langgraph import trajectory_from_messages
 from luckrate.adapters.otlp import trajectory_from_spans
 from luckrate.adapters.trajectory import trajectory_from_dict, trajectory_to_dict
 from luckrate.core.grade import grade
-from luckrate.core.spec import Spec
-from tests.adapters.test_otlp_conventions import agent, assistant, call_part, chat, tool
+from luckrate.core.spec_loader import spec_from_dict
+from tests.builders import agent, assistant, call_part, chat, tool
 
 TESTDATA = Path(__file__).resolve().parents[1] / "testdata"
-PARALLEL = Spec.from_dict({"max_parallel": 1})
+PARALLEL = spec_from_dict({"max_parallel": 1})
 
 # format, file, model turns, messages as (role, before_step), max_parallel=1 violations at steps
 CAPTURED = [
@@ -53,7 +53,7 @@ def test_captured_runs_carry_turns_and_messages(fmt, file, turns, messages, over
     assert [v.step for v in grade(traj, PARALLEL).violations if v.check == "max_parallel"] == over
 
 
-CONFIRM = Spec.from_dict({"tools": ["get", "cancel"], "confirm": ["cancel"]})
+CONFIRM = spec_from_dict({"tools": ["get", "cancel"], "confirm": ["cancel"]})
 ASK = "Reservation R-1: refundable. Cancel it?"
 
 
@@ -181,7 +181,7 @@ def test_otlp_confirm_from_model_input_messages(name, spans, flagged):
 def test_otlp_user_message_events_placed_by_time():
     # No model span recorded its input: user message events on the agent span are placed by timestamp.
     from luckrate.adapters.otlp import SpanEvent
-    from tests.adapters.test_otlp_conventions import S
+    from tests.builders import S
 
     events = (
         SpanEvent("gen_ai.user.message", S + 50, (("content", "cancel R-1"),)),
@@ -351,7 +351,7 @@ def test_n8n_confirm_reads_the_prompted_conversation(name, prompt, flagged):
     from luckrate.adapters.n8n import trajectories_from_n8n
 
     [traj] = trajectories_from_n8n(_n8n_with_memory(prompt), "clean.json")
-    spec = Spec.from_dict({"confirm": ["issue_refund"]})
+    spec = spec_from_dict({"confirm": ["issue_refund"]})
     assert [v.step for v in grade(traj, spec).violations if v.check == "confirm"] == flagged
     assert all(m.before_step == 0 for m in traj.messages)
 

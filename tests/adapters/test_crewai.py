@@ -21,7 +21,8 @@ import pytest
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.crewai import read_crewai, read_file, trajectory_from_events
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
 from tests.scenarios import SCENARIOS, Scenario
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,8 +11,9 @@ import pytest
 from luckrate.adapters.otlp import read_otlp
 from luckrate.adapters.otlp.haystack import _from_repr, messages
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
-from tests.adapters.test_otlp_conventions import span
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
+from tests.builders import span
 from tests.scenarios import FAILING_LOOP
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messag
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.langgraph import read_file, read_langgraph, trajectory_from_messages
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
 from tests.frameworks.langgraph_agent import PARALLEL_FAILING, run_scenario, run_until_interrupt
 from tests.scenarios import SCENARIOS, Call, Scenario
 

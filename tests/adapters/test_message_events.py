@@ -17,9 +17,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from luckrate.adapters.otlp import read_otlp
 from luckrate.core.grade import grade
-from luckrate.core.spec import Spec
+from luckrate.core.spec_loader import spec_from_dict
 
-SPEC = Spec.from_dict(
+SPEC = spec_from_dict(
     {"tools": ["get_reservation", "cancel_reservation"], "confirm": ["cancel_reservation"], "max_parallel": 1}
 )
 ASK = "Reservation R1X2Y3 is refundable. Shall I cancel it?"

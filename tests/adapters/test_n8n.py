@@ -16,7 +16,8 @@ import pytest
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.n8n import read_file, read_n8n, trajectories_from_n8n, unflatten
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
 from tests.scenarios import BY_NAME, SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,84 +14,12 @@ import pytest
 
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp import OutputRule, SpanEvent, SpanRecord, trajectory_from_spans
-
-TRACE = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
-S = 1_767_225_600_000_000_000  # a real epoch, in ns
-
-
-def sid(n: int) -> bytes:
-    return n.to_bytes(8, "big")
-
-
-def span(
-    n: int,
-    parent: int | None,
-    name: str,
-    start: int,
-    end: int | None = None,
-    status: int = 0,
-    message: str = "",
-    events: tuple = (),
-    trace: bytes = TRACE,
-    **attrs: Any,
-) -> SpanRecord:
-    return SpanRecord.build(
-        trace_id=trace,
-        span_id=sid(n),
-        parent_id=sid(parent) if parent else b"",
-        name=name,
-        kind=1,
-        start_ns=S + start,
-        end_ns=S + (end if end is not None else start + 10),
-        status_code=status,
-        status_message=message,
-        attributes=tuple((k.replace("__", "."), v) for k, v in attrs.items()),
-        events=events,
-    )
+from tests.builders import TRACE, S, agent, assistant, call_part, chat, span, tool
 
 
 def a(**kw: Any) -> dict[str, Any]:
     """Attribute names with dots, written as keyword arguments with double underscores."""
     return kw
-
-
-def agent(n: int, parent: int | None, name: str, start: int = 0, end: int = 10_000, **attrs) -> SpanRecord:
-    return span(
-        n,
-        parent,
-        f"invoke_agent {name}",
-        start,
-        end,
-        **{"gen_ai__operation__name": "invoke_agent", "gen_ai__agent__name": name, **attrs},
-    )
-
-
-def tool(n: int, parent: int, name: str, start: int, args: Any = None, result: Any = None, **attrs) -> SpanRecord:
-    extra = {"gen_ai__operation__name": "execute_tool", "gen_ai__tool__name": name, **attrs}
-    if args is not None:
-        extra["gen_ai__tool__call__arguments"] = args
-    if result is not None:
-        extra["gen_ai__tool__call__result"] = result
-    return span(n, parent, f"execute_tool {name}", start, **extra)
-
-
-def chat(
-    n: int, parent: int, start: int, end: int, *, inputs: list | None = None, outputs: list | None = None, **attrs
-) -> SpanRecord:
-    extra: dict[str, Any] = {"gen_ai__operation__name": "chat", **attrs}
-    if inputs is not None:
-        extra["gen_ai__input__messages"] = json.dumps(inputs)
-    if outputs is not None:
-        extra["gen_ai__output__messages"] = json.dumps(outputs)
-    return span(n, parent, "chat m", start, end, **extra)
-
-
-def call_part(name: str, args: Any, call_id: str | None = None) -> dict[str, Any]:
-    return {"type": "tool_call", "id": call_id, "name": name, "arguments": args}
-
-
-def assistant(*parts: dict) -> dict[str, Any]:
-    return {"role": "assistant", "finish_reason": "tool_call", "parts": list(parts)}
 
 
 USER = {"role": "user", "parts": [{"type": "text", "content": "Refund ORD-1"}]}

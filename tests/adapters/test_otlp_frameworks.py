@@ -15,6 +15,8 @@ from examples.spec import SPEC
 from luckrate.adapters.otlp import read_otlp, read_otlp_json
 from luckrate.core.grade import grade
 from luckrate.core.spec import Spec
+from luckrate.core.spec_loader import spec_from_dict
+from tests.builders import otlp_json
 from tests.frameworks import langgraph_agent, openai_agents
 from tests.scenarios import BY_NAME, SCENARIOS
 
@@ -30,7 +32,7 @@ def spans(source: str, scenario: str, capture: bool = True) -> bytes:
 
 @cache
 def spec() -> Spec:
-    return Spec.from_dict(SPEC, name="support")
+    return spec_from_dict(SPEC, name="support")
 
 
 def one(data: bytes, source: str):
@@ -75,7 +77,7 @@ def test_capture_off_keeps_structure_and_skips_provenance(scenario):
 
 def test_otlp_json_reads_the_same_run():
     data = spans("openinference", "injected")
-    from_json = read_otlp_json(langgraph_agent.otlp_json(data), "x.json")
+    from_json = read_otlp_json(otlp_json(data, pretty=True), "x.json")
     assert from_json == read_otlp(data, "x.pb")
 
 

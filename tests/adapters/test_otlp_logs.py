@@ -3,11 +3,9 @@ instrumentation (tests/testdata/openai-v2) in every content mode it has."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -21,7 +19,9 @@ from luckrate.adapters.otlp.logs import events_from_request, joined
 from luckrate.adapters.otlp.readers import read_otlp_files
 from luckrate.adapters.otlp.requests import logs_request_from_json, logs_request_from_protobuf
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
+from tests.builders import otlp_json
 from tests.scenarios import BY_NAME
 
 DATA = Path(__file__).resolve().parents[1] / "testdata" / "openai-v2"
@@ -138,19 +138,6 @@ def test_a_logs_file_among_the_files_is_told_apart_by_content():
     (by_content,) = read_otlp_files([(logs, "logs"), (traces, "traces")])
     (by_flag,) = read_otlp_files([(traces, "traces")], [(logs, "logs")])
     assert by_content == by_flag and by_content.steps
-
-
-def otlp_json(request) -> str:
-    doc = json_format.MessageToDict(request, use_integers_for_enums=True)
-    for rl in doc.get("resourceLogs", []):
-        for sl in rl.get("scopeLogs", []):
-            for record in sl.get("logRecords", []):
-                for key in ("traceId", "spanId"):
-                    if key in record:
-                        import base64
-
-                        record[key] = base64.b64decode(record[key]).hex()
-    return json.dumps(doc)
 
 
 def test_otlp_json_logs_decode_to_the_same_events_as_protobuf():

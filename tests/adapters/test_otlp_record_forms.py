@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -28,6 +27,7 @@ from luckrate.adapters.otlp.spans import (
     new_record,
     unpacked,
 )
+from tests.builders import otlp_json_spans
 
 FIELDS = tuple(f.name for f in dataclasses.fields(SpanRecord))
 
@@ -93,7 +93,7 @@ def form_problems(
     (back,) = unpack([_packed(want)])
     if _fields_of(back) != want:
         problems.append(f"unpacked builds {_fields_of(back)}")
-    req = request_from_json(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [_SPAN]}]}]}))
+    req = request_from_json(otlp_json_spans(_SPAN))
     (record,), _ = compact(req)
     (packed,), _ = compact(req, packed=True)
     (back,) = unpack([packed])
@@ -124,7 +124,7 @@ def test_the_hot_path_record_is_the_frozen_record():
 
 
 def test_compaction_sets_every_field_and_packs_what_it_builds():
-    req = request_from_json(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [_SPAN]}]}]}))
+    req = request_from_json(otlp_json_spans(_SPAN))
     (record,), _ = records_from_request(req)
     assert all(getattr(record, f) not in (None, "", (), b"", 0) for f in FIELDS if f != "values"), record
     assert compaction.records_at(req, [0])[0] == record

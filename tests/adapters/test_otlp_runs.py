@@ -9,94 +9,15 @@ import json
 from pathlib import Path
 
 import pytest
-from opentelemetry.context import Context
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import Link, set_span_in_context
 
 from luckrate.adapters.otlp import read_otlp
 from luckrate.adapters.otlp import runs as grouping
 from luckrate.cli import main
 from luckrate.core.grade import grade
-from luckrate.core.spec import Spec, load_specs, spec_for
-
-
-class Recorder:
-    """A tracer whose spans get increasing timestamps (1 ms apart), so start order is the script's."""
-
-    def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-        self.tracer = provider.get_tracer("agent-runtime")
-        self.now = 1_700_000_000_000_000_000
-
-    def tick(self) -> int:
-        self.now += 1_000_000
-        return self.now
-
-    def root(self, name: str, links=(), **attributes):
-        """A span starting a trace of its own."""
-        return self.tracer.start_span(
-            name, context=Context(), links=list(links), attributes=attributes, start_time=self.tick()
-        )
-
-    def agent(self, name: str, links=(), **attributes):
-        return self.root(
-            f"invoke_agent {name}",
-            links,
-            **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name, **attributes},
-        )
-
-    def tool(self, parent, name: str, args: dict | None = None):
-        span = self.tracer.start_span(
-            f"execute_tool {name}",
-            context=set_span_in_context(parent),
-            start_time=self.tick(),
-            attributes={
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": name,
-                "gen_ai.tool.call.arguments": json.dumps(args or {"order_id": "ORD-1"}),
-            },
-        )
-        span.end(end_time=self.tick())
-
-    def end(self, *spans) -> None:
-        for span in spans:
-            span.end(end_time=self.tick())
-
-    def file(self) -> bytes:
-        return encode_spans(self.exporter.get_finished_spans()).SerializeToString()
-
-
-def linked_run(rec: Recorder, cycle: bool = False, missing: bool = False) -> None:
-    """AutoGen-like: the agent's trace, then a delivery trace linked to it that runs a tool, plus a
-    one-span create_agent trace the agent's trace links to; an HTTP request's trace beside them."""
-    create = rec.root("create_agent support_agent", **{"gen_ai.operation.name": "create_agent"})
-    rec.end(create)
-    agent = rec.agent("support_agent", links=[Link(create.get_span_context())])
-    rec.tool(agent, "lookup_order")
-    rec.end(agent)
-    extra = [Link(agent.get_span_context())]
-    if missing:
-        ghost = rec.root("never exported")  # started, never ended: its trace never arrives
-        extra.append(Link(ghost.get_span_context()))
-    delivery = rec.root("autogen process support_agent", links=extra)
-    rec.tool(delivery, "delete_account", {"user_id": "u1"})
-    if cycle:  # the agent's trace links back to the delivery: a cycle of links
-        back = rec.tracer.start_span(
-            "autogen ack",
-            context=set_span_in_context(agent),
-            links=[Link(delivery.get_span_context())],
-            start_time=rec.tick(),
-        )
-        rec.end(back)
-    rec.end(delivery)
-    http = rec.root("GET /health", **{"http.request.method": "GET"})
-    rec.end(http)
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs, spec_from_dict
+from tests.builders import TURNS, Recorder, conversation, linked_run
 
 
 def test_traces_tied_by_links_are_one_run():
@@ -139,23 +60,7 @@ def test_bad_links_are_counted_never_a_crash(cycle, missing, counts):
     assert runs.assembly == counts
 
 
-CONFIRM = Spec.from_dict({"tools": ["get", "cancel"], "confirm": ["cancel"]})
-
-
-def conversation(rec: Recorder, conversation_id: str, turns: list[tuple[str, str | None, list[str]]]) -> None:
-    """One trace per user turn: (user text, the agent's reply or None, tools called), tied only by
-    gen_ai.conversation.id; messages as GenAI ≤1.36 events on the agent span."""
-    for user, reply, tools in turns:
-        agent = rec.agent("support_agent", **{"gen_ai.conversation.id": conversation_id})
-        agent.add_event("gen_ai.user.message", {"content": user}, timestamp=rec.tick())
-        for name in tools:
-            rec.tool(agent, name, {"id": "R-1"})
-        if reply is not None:
-            agent.add_event("gen_ai.assistant.message", {"content": reply}, timestamp=rec.tick())
-        rec.end(agent)
-
-
-TURNS = [("cancel R-1", "R-1 is refundable. Cancel it?", ["get"]), ("yes", "Done.", ["cancel"])]
+CONFIRM = spec_from_dict({"tools": ["get", "cancel"], "confirm": ["cancel"]})
 
 
 def test_a_conversation_over_traces_is_one_run_when_asked():

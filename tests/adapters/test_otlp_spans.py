@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -11,14 +10,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp import records_from_request, request_from_json, request_from_protobuf
 from luckrate.adapters.otlp import compaction
+from tests.builders import otlp_json_spans
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 SPAN = "00f067aa0ba902b7"
 PARENT = "a3ce929d0e0e4736"
-
-
-def otlp_json(*spans: dict) -> bytes:
-    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": list(spans)}]}]}).encode()
 
 
 def span(**over) -> dict:
@@ -63,7 +59,7 @@ def span(**over) -> dict:
 
 
 def test_json_decodes_hex_ids_camel_case_and_int_forms():
-    records, rejected = records_from_request(request_from_json(otlp_json(span())))
+    records, rejected = records_from_request(request_from_json(otlp_json_spans(span())))
     assert rejected == []
     (r,) = records
     assert (r.trace_hex, r.span_hex, r.parent_id.hex()) == (TRACE, SPAN, PARENT)
@@ -82,20 +78,22 @@ def test_json_decodes_hex_ids_camel_case_and_int_forms():
 
 
 def test_protobuf_round_trip_matches_json():
-    req = request_from_json(otlp_json(span()))
+    req = request_from_json(otlp_json_spans(span()))
     again = request_from_protobuf(req.SerializeToString())
     assert records_from_request(again) == records_from_request(req)
 
 
 def test_configured_output_attribute_is_kept():
     attrs = [{"key": "my.ok", "value": {"boolValue": False}}]
-    req = request_from_json(otlp_json(span(attributes=attrs)))
+    req = request_from_json(otlp_json_spans(span(attributes=attrs)))
     assert records_from_request(req)[0][0].get("my.ok") is None
     assert records_from_request(req, keep_attribute="my.ok")[0][0].get("my.ok") is False
 
 
 def test_root_span_has_empty_parent_including_all_zero_parent():
-    req = request_from_json(otlp_json(span(parentSpanId=""), span(spanId="00f067aa0ba902b8", parentSpanId="0" * 16)))
+    req = request_from_json(
+        otlp_json_spans(span(parentSpanId=""), span(spanId="00f067aa0ba902b8", parentSpanId="0" * 16))
+    )
     records, rejected = records_from_request(req)
     assert rejected == [] and [r.parent_id for r in records] == [b"", b""]
 
@@ -113,7 +111,7 @@ def test_root_span_has_empty_parent_including_all_zero_parent():
     ],
 )
 def test_unusable_spans_are_counted_not_raised(over, reason):
-    req = request_from_json(otlp_json(span(**over), span(**over), span(spanId="1111111111111111")))
+    req = request_from_json(otlp_json_spans(span(**over), span(**over), span(spanId="1111111111111111")))
     records, rejected = records_from_request(req)
     assert [r.span_hex for r in records] == ["1111111111111111"]
     assert [(x.reason, x.count) for x in rejected] == [(reason, 2)]
@@ -153,7 +151,7 @@ def test_strings_lists_and_counts_are_bounded():
     attrs.append({"key": "gen_ai.prompt.list", "value": {"arrayValue": {"values": [{"intValue": 1}] * 1000}}})
     attrs.append({"key": "luckrate.output_ok", "value": {"boolValue": True}})
     events = [{"name": "exception", "attributes": [{"key": f"k{i}", "value": {"intValue": i}} for i in range(100)]}]
-    req = request_from_json(otlp_json(span(attributes=attrs, events=events * 200)))
+    req = request_from_json(otlp_json_spans(span(attributes=attrs, events=events * 200)))
     (r,) = records_from_request(req)[0]
     strings = [v for _, v in r.attributes if isinstance(v, str)]
     assert max(map(len, strings)) == compaction.MAX_STRING
@@ -168,7 +166,7 @@ def test_deep_nesting_is_cut():
     value: dict = {"stringValue": "leaf"}
     for _ in range(30):
         value = {"arrayValue": {"values": [value]}}
-    req = request_from_json(otlp_json(span(attributes=[{"key": "gen_ai.prompt.deep", "value": value}])))
+    req = request_from_json(otlp_json_spans(span(attributes=[{"key": "gen_ai.prompt.deep", "value": value}])))
     v = records_from_request(req)[0][0].get("gen_ai.prompt.deep")
     depth = 0
     while isinstance(v, list):
@@ -193,7 +191,7 @@ def test_only_attributes_the_adapter_reads_are_kept():
             "session.id",
         )
     ]
-    (r,), _ = records_from_request(request_from_json(otlp_json(span(attributes=attrs))))
+    (r,), _ = records_from_request(request_from_json(otlp_json_spans(span(attributes=attrs))))
     assert [k for k, _ in r.attributes] == ["gen_ai.tool.name", "llm.input_messages.0.message.role"]
 
 
@@ -216,7 +214,7 @@ def _packed_request() -> ExportTraceServiceRequest:
     """Spans whose kind and status take either packed form, with times at both ends of their range."""
     big = 2**64 - 1
     return request_from_json(
-        otlp_json(
+        otlp_json_spans(
             span(),  # status message and events: the tuple form
             span(
                 spanId="00f067aa0ba902b8",

@@ -14,11 +14,11 @@ from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp import read_otlp, read_otlp_json
 from luckrate.cli import main
 from luckrate.core.grade import grade
-from luckrate.core.spec import Spec
+from luckrate.core.spec_loader import spec_from_dict
 from tests.scenarios import BY_NAME, SCENARIOS
 
 DATA = Path(__file__).resolve().parents[1] / "testdata"
-SPEC_ = Spec.from_dict(SPEC, name="support")
+SPEC_ = spec_from_dict(SPEC, name="support")
 CAPTURES = [
     (DATA / "otlp", "openai-agents"),
     (DATA / "langgraph", "openinference"),

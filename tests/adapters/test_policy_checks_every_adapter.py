@@ -11,7 +11,7 @@ import pytest
 
 from luckrate.adapters.formats import reader
 from luckrate.core.grade import grade
-from luckrate.core.spec import Spec
+from luckrate.core.spec_loader import spec_from_dict
 
 TESTDATA = Path(__file__).resolve().parents[1] / "testdata"
 TOOLS = ["lookup_order", "issue_refund", "fetch_webpage", "send_email", "delete_account", "escalate_to_human"]
@@ -74,7 +74,7 @@ def test_policy_check_on_every_adapter(source, name, keys, expected, part):
     path = TESTDATA / file
     [traj] = reader(fmt)(path.read_bytes(), str(path))
     assert [s.tool for s in traj.steps] == ["lookup_order", "issue_refund", "send_email"]
-    g = grade(traj, Spec.from_dict({"tools": TOOLS, **keys, "severity": {"ungrounded": "off"}}))
+    g = grade(traj, spec_from_dict({"tools": TOOLS, **keys, "severity": {"ungrounded": "off"}}))
     got = [(v.check, v.step) for v in g.violations]
     if _lacks(source, part):
         assert any(s.startswith(f"{part} (") for s in g.skipped), g.skipped

@@ -19,7 +19,8 @@ import pytest
 from luckrate.adapters.otlp import read_otlp
 from luckrate.core.grade import grade
 from luckrate.core.spec import Spec
-from tests.scenarios import SCENARIOS
+from luckrate.core.spec_loader import spec_from_dict
+from tests.scenarios import FAILING_LOOP, POLICY_SCENARIOS, SCENARIOS, Ask
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "testdata" / "semantic-kernel"
@@ -41,7 +42,7 @@ def _qualified(value):
 def _spec() -> Spec:
     namespace: dict = {}
     exec((ROOT / "examples" / "spec.py").read_text(), namespace)  # the example spec, trusted config
-    return Spec.from_dict(_qualified(json.loads(json.dumps(namespace["SPEC"]))))
+    return spec_from_dict(_qualified(json.loads(json.dumps(namespace["SPEC"]))))
 
 
 SPEC = _spec()
@@ -93,3 +94,45 @@ def test_the_agent_span_holds_the_conversation():
         ("agent", SCENARIOS[2].answer, 3),
     ]
     assert not any(s.startswith("confirm") for s in grade(traj, SPEC).skipped)
+
+
+def _read_with_logs(name: str):
+    from luckrate.adapters.otlp import read_otlp_files
+
+    traces, logs = (DATA / f"{name}.logs.semantic-kernel.{kind}.otlp" for kind in ("traces", "logs"))
+    [traj] = read_otlp_files([(traces.read_bytes(), str(traces))], [(logs.read_bytes(), str(logs))])
+    return traj
+
+
+LOGGED = SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP,)
+
+
+@pytest.mark.parametrize("scenario", LOGGED, ids=lambda s: s.name)
+def test_messages_in_log_records_give_the_same_verdicts(scenario):
+    # As Semantic Kernel's own samples call an agent (get_response(messages=...)), the agent span records no
+    # input and, with the sensitive flag on, the messages are only in SK's log records: read with its logs,
+    # every scenario's verdict is the one every other source gives (grounding, taint and confirm included).
+    traj = _read_with_logs(scenario.name)
+    replies = tuple(t.reply for t in scenario.turns if isinstance(t, Ask))
+    assert (traj.agent, traj.input, traj.content) == (
+        "support_agent",
+        (scenario.user, *replies) if replies else scenario.user,
+        True,
+    )
+    assert [(s.tool, s.args, s.call_id, s.failed) for s in traj.steps] == [
+        (PLUGIN + c.tool, c.args, f"call_{i}_{n}", c.error is not None)
+        for i, turn in enumerate(scenario.turns)
+        for n, c in enumerate(turn)
+    ]
+    g = grade(traj, SPEC)
+    assert {(v.check, v.tool.removeprefix(PLUGIN)) for v in g.violations} == scenario.expected
+    assert g.skipped == ()
+
+
+@pytest.mark.parametrize("scenario", LOGGED, ids=lambda s: s.name)
+def test_without_its_log_records_the_input_is_missing_and_said_so(scenario):
+    # The same runs' traces alone: no user input anywhere, so grounding is reported skipped (never passed).
+    path = DATA / f"{scenario.name}.logs.semantic-kernel.traces.otlp"
+    [traj] = read_otlp(path.read_bytes(), str(path))
+    assert traj.input == "" and traj.content is True
+    assert "ungrounded (no user input recorded)" in grade(traj, SPEC).skipped

@@ -32,10 +32,8 @@ def browser():
     executable = chromium_path()
     if executable is None:
         external.missing("chromium", "apt-get install -y chromium")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        external.missing("playwright", "pip install -e '.[test]'")
+    from playwright.sync_api import sync_playwright  # a test dependency: an import error is a broken install
+
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         yield b

@@ -9,12 +9,12 @@ import urllib.request
 
 import pytest
 
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.app import build
 from tests.browser import payloads
-from tests.core.test_not_gradable import CAPTURE
-from tests.service.harness import SPEC, config, post, record_runs, request_of, wait_until
-from tests.service.test_e2e import runs
+from tests.builders import config
+from tests.builders import CHAT_ONLY_CAPTURE
+from tests.service.harness import SPEC, post, record_runs, request_of, runs, wait_until
 
 KINDS = ["clean", "tainted", "forbidden", "clean", "unjudged"]
 
@@ -45,7 +45,10 @@ def served():
     try:
         send(svc, record_runs(runs(KINDS)) + record_runs([payloads.run()]))
         port = next(r.port for r in svc.receivers if r.name == "http")
-        assert post(f"http://127.0.0.1:{port}/v1/traces", CAPTURE.read_bytes(), "application/x-protobuf")[0] == 200
+        assert (
+            post(f"http://127.0.0.1:{port}/v1/traces", CHAT_ONLY_CAPTURE.read_bytes(), "application/x-protobuf")[0]
+            == 200
+        )
         base = f"http://127.0.0.1:{svc.viewer.port}"
         wait_until(lambda: api(base, "/api/runs")["last"] == len(KINDS) + 2, "every run in the viewer")
         yield svc, base

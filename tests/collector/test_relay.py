@@ -19,8 +19,8 @@ import pytest
 
 from luckrate import demo
 from tests.collector.harness import (
-    GRACE,
     BASE,
+    GRACE,
     OVERLAYS,
     Collector,
     delivered,
@@ -128,7 +128,7 @@ def test_the_readme_snippet_reaches_luckrate_through_the_single_host_collector(t
     import urllib.request
 
     from tests.collector.harness import free_port, parse_metrics, wait_until
-    from tests.test_example_instrument import sdk_env, snippet
+    from tests.service.harness import sdk_env, snippet
 
     single = BASE.parent / "otelcol-single-host.yaml"
     luckrate_grpc = f"127.0.0.1:{free_port()}"

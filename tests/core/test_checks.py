@@ -3,7 +3,7 @@
 import pytest
 
 from luckrate.core.grade import grade
-from luckrate.core.spec import Spec
+from luckrate.core.spec_loader import spec_from_dict
 from luckrate.core.violation import Severity
 from tests.core.helpers import run, step
 
@@ -11,7 +11,7 @@ TOOLS = ["lookup_order", "issue_refund", "fetch_webpage", "send_email", "delete_
 
 
 def spec(**kw):
-    return Spec.from_dict({"tools": TOOLS, **kw})
+    return spec_from_dict({"tools": TOOLS, **kw})
 
 
 def found(traj, sp):

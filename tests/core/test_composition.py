@@ -6,12 +6,12 @@ invented one. Every invention (a placeholder, a made-up id or address, an id one
 import pytest
 
 from luckrate.core.grade import grade
-from luckrate.core.spec import Spec
+from luckrate.core.spec_loader import spec_from_dict
 from luckrate.core.step import Step, Trajectory, numbered
 from tests.core.helpers import run, step
 
 TOOLS = ["read", "act"]
-SPEC = Spec.from_dict({"tools": TOOLS})
+SPEC = spec_from_dict({"tools": TOOLS})
 
 
 def act(**args):

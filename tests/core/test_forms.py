@@ -5,10 +5,10 @@ import pytest
 
 from luckrate.core import forms
 from luckrate.core.grade import grade
-from luckrate.core.spec import Spec
+from luckrate.core.spec_loader import spec_from_dict
 from tests.core.helpers import run, step
 
-SPEC = Spec.from_dict({"tools": ["read", "act"]})
+SPEC = spec_from_dict({"tools": ["read", "act"]})
 
 # (what the source says, the value the call passed)
 GROUNDED = [

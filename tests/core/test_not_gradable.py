@@ -14,13 +14,13 @@ import pytest
 from luckrate.core.gate import gate
 from luckrate.core.grade import NOTHING_OBSERVABLE, grade
 from luckrate.core.metric import LuckRate
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.report import as_json, as_text
+from tests.builders import CHAT_ONLY_CAPTURE
 from tests.core.helpers import run, step
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = load_specs(ROOT / "examples" / "spec.py")["*"]
-CAPTURE = ROOT / "tests" / "testdata" / "openai-v2" / "clean.default.nocontent.openai-v2.otlp"
 
 CASES = [
     # (trajectory, not gradable?)
@@ -55,7 +55,9 @@ def test_not_gradable_stays_out_of_the_luck_rate_and_the_gate():
 def test_a_real_capture_with_content_off_is_not_gradable(capsys):
     from luckrate.cli import main
 
-    code = main(["grade", "--json", "--format", "otlp", "--spec", str(ROOT / "examples" / "spec.py"), str(CAPTURE)])
+    code = main(
+        ["grade", "--json", "--format", "otlp", "--spec", str(ROOT / "examples" / "spec.py"), str(CHAT_ONLY_CAPTURE)]
+    )
     report = json.loads(capsys.readouterr().out)
     assert [r["not_gradable"] for r in report["runs"]] == [NOTHING_OBSERVABLE]
     assert report["runs"][0]["violations"] == []

@@ -4,7 +4,7 @@ max_parallel and arg; and when each is skipped rather than run."""
 import pytest
 
 from luckrate.core.grade import grade
-from luckrate.core.spec import Spec
+from luckrate.core.spec_loader import spec_from_dict
 from tests.core.helpers import run, step
 
 TOOLS = [
@@ -26,7 +26,7 @@ ASK_TWO_ACTIONS = "I will cancel ABC123 and update the flights of XYZ789 to HAT1
 
 
 def spec(**kw):
-    return Spec.from_dict({"tools": TOOLS, **kw})
+    return spec_from_dict({"tools": TOOLS, **kw})
 
 
 def found(traj, sp):

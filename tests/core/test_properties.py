@@ -4,7 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from luckrate.core.grade import grade
-from luckrate.core.spec import Spec
+from luckrate.core.spec_loader import spec_from_dict
 from tests.core.helpers import run, step
 
 # Identifiers as agents pass them. Values holding token delimiters (quotes, brackets, commas) are
@@ -14,7 +14,7 @@ ids = (
     | st.from_regex(r"[a-z0-9._%+-]{1,12}@[a-z0-9-]{1,10}\.[a-z]{2,6}", fullmatch=True)
     | st.from_regex(r"https://[a-z0-9.-]{1,12}/[a-zA-Z0-9_/-]{0,12}", fullmatch=True)
 )
-TAINT = Spec.from_dict({"tools": ["fetch", "send"], "untrusted": ["fetch"], "privileged": ["send"]})
+TAINT = spec_from_dict({"tools": ["fetch", "send"], "untrusted": ["fetch"], "privileged": ["send"]})
 
 
 @given(ids, st.text(max_size=40))

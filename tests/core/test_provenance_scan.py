@@ -4,8 +4,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from luckrate.core import provenance
-from luckrate.core.provenance import SourceIndex, searchable, tokens
+from luckrate.core import identifiers
+from luckrate.core import sources as source_index
+from luckrate.core.identifiers import searchable, tokens
+from luckrate.core.sources import SourceIndex
 
 # Letters (a capital: a sentence glued to the next, ".Ta", is cut too), identifier marks, every token and
 # part cut, Unicode whitespace (\x1c and \x85 are spaces to str.split), and characters whose case-folding
@@ -27,7 +29,7 @@ def test_holds_is_membership_in_tokens(text, extra):
     folded, toks = searchable(text).casefold(), tokens(text)
     for key in _keys(text, extra):
         if key:
-            scanned = provenance._CUT_OR_SPACE.search(key) is None and provenance._holds(folded, key)
+            scanned = identifiers.CUT_OR_SPACE.search(key) is None and identifiers.holds(folded, key)
             assert scanned == (key in toks), key
 
 
@@ -35,15 +37,15 @@ def test_holds_is_membership_in_tokens(text, extra):
 @given(text=texts)
 def test_a_token_longer_than_the_window_is_cut_whole(text):
     # A window of 3 characters sends most hits to the fallback (cutting the whole text): same answer.
-    saved = provenance.TOKEN_WINDOW
-    provenance.TOKEN_WINDOW = 3
+    saved = identifiers.TOKEN_WINDOW
+    identifiers.TOKEN_WINDOW = 3
     try:
         folded, toks = searchable(text).casefold(), tokens(text)
         for key in _keys(text, []):
-            if key and provenance._CUT_OR_SPACE.search(key) is None:
-                assert provenance._holds(folded, key) == (key in toks), key
+            if key and identifiers.CUT_OR_SPACE.search(key) is None:
+                assert identifiers.holds(folded, key) == (key in toks), key
     finally:
-        provenance.TOKEN_WINDOW = saved
+        identifiers.TOKEN_WINDOW = saved
 
 
 def _index(sources: list[str], scan: bool) -> SourceIndex:
@@ -52,7 +54,7 @@ def _index(sources: list[str], scan: bool) -> SourceIndex:
     for i, text in enumerate(sources[1:]):
         index.add(f"tool:t{i}", text, i)
     # Scanning with a budget that never runs out, or past the budget from the start (the token index).
-    index._scanned = -(10**9) if scan else 1 + provenance.SCAN_FACTOR * index._chars
+    index._scanned = -(10**9) if scan else 1 + source_index.SCAN_FACTOR * index._chars
     return index
 
 
@@ -104,5 +106,5 @@ def test_a_key_scanned_before_later_sources_arrive_finds_them_too():
     ],
 )
 def test_holds_examples(text, key, held):
-    assert provenance._holds(searchable(text).casefold(), key) is held
+    assert identifiers.holds(searchable(text).casefold(), key) is held
     assert (key in tokens(text)) is held

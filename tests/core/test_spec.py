@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from luckrate.core.spec import InvalidSpec, Spec, load_specs, spec_for
+from luckrate.core.spec import InvalidSpec, spec_for
+from luckrate.core.spec_loader import load_specs, spec_from_dict
 from luckrate.core.violation import Severity
 
 TOOLS = ["lookup_order", "issue_refund", "send_email"]
@@ -45,13 +46,13 @@ BAD_SPECS = [
 @pytest.mark.parametrize("raw, problems", BAD_SPECS)
 def test_invalid_spec_names_key_and_value(raw, problems):
     with pytest.raises(InvalidSpec) as err:
-        Spec.from_dict(raw, name="refunds")
+        spec_from_dict(raw, name="refunds")
     assert [f"{where}: {msg}" for where, msg in err.value.problems] == problems
 
 
 def test_every_problem_is_reported_at_once():
     with pytest.raises(InvalidSpec) as err:
-        Spec.from_dict({"tools": TOOLS, "required": ["x"], "severity": {"max_steps": "hrad"}}, name="refunds")
+        spec_from_dict({"tools": TOOLS, "required": ["x"], "severity": {"max_steps": "hrad"}}, name="refunds")
     assert str(err.value).splitlines() == [
         "2 problems in spec 'refunds'",
         "  required[0]: unknown tool 'x'",
@@ -60,7 +61,7 @@ def test_every_problem_is_reported_at_once():
 
 
 def test_defaults_and_overrides():
-    spec = Spec.from_dict({"tools": TOOLS, "severity": {"max_steps": "hard", "ungrounded": "off"}})
+    spec = spec_from_dict({"tools": TOOLS, "severity": {"max_steps": "hard", "ungrounded": "off"}})
     assert spec.severity("max_steps") is Severity.HARD
     assert spec.severity("repeat") is Severity.SOFT
     assert not spec.enabled("ungrounded")
@@ -68,7 +69,7 @@ def test_defaults_and_overrides():
 
 
 def test_no_vocabulary_means_no_name_validation():
-    spec = Spec.from_dict({"forbidden": ["anything"]})
+    spec = spec_from_dict({"forbidden": ["anything"]})
     assert spec.forbidden == {"anything"} and spec.tools == ()
 
 

@@ -4,7 +4,8 @@ every bad shape, unknown tool and bad regex reported with its location, all at o
 import pytest
 
 from luckrate.core.policy import ArgRule, Order, value_key
-from luckrate.core.spec import InvalidSpec, Spec
+from luckrate.core.spec import InvalidSpec
+from luckrate.core.spec_loader import spec_from_dict
 
 TOOLS = ["get_reservation", "cancel_reservation", "transfer_to_human", "send_money", "contacts"]
 
@@ -90,12 +91,12 @@ BAD = [
 @pytest.mark.parametrize("keys, problems", BAD, ids=[p[0] for _, p in BAD])
 def test_bad_policy_keys_are_located(keys, problems):
     with pytest.raises(InvalidSpec) as err:
-        Spec.from_dict({"tools": TOOLS, **keys}, name="airline")
+        spec_from_dict({"tools": TOOLS, **keys}, name="airline")
     assert [f"{where}: {msg}" for where, msg in err.value.problems] == problems
 
 
 def test_good_policy_keys():
-    spec = Spec.from_dict(
+    spec = spec_from_dict(
         {
             "tools": TOOLS,
             "before": [
@@ -150,7 +151,7 @@ def test_good_policy_keys():
     ],
 )
 def test_default_confirm_pattern(text, affirms):
-    assert (Spec.from_dict({}).confirm_pattern.search(text) is not None) is affirms
+    assert (spec_from_dict({}).confirm_pattern.search(text) is not None) is affirms
 
 
 @pytest.mark.parametrize(
@@ -176,5 +177,5 @@ def test_docs_policy_example_is_a_valid_spec():
     code = section[section.index("```python") + len("```python") :]
     namespace: dict = {}
     exec(code[: code.index("```")], namespace)  # the docs' own example, trusted like any spec file
-    spec = Spec.from_dict(namespace["SPEC"])
+    spec = spec_from_dict(namespace["SPEC"])
     assert spec.max_parallel == 1 and spec.confirm and spec.terminal and spec.once_per and spec.args

@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from luckrate.core.checks.grounding import EVIDENCE_AGAINST, EVIDENCE_FOR, explain
+from luckrate.core.checks.grounding import explain
+from luckrate.core.checks.taint import EVIDENCE_AGAINST, EVIDENCE_FOR
 from luckrate.core.grade import grade, traced
-from luckrate.core.spec import Spec
+from luckrate.core.spec_loader import spec_from_dict
 from luckrate.core.violation import Severity
 from tests.core.helpers import run, step
 
 TOOLS = ["read_mail", "read_file", "open_page", "fill_form", "pay", "verify_code", "send", "download", "add_key"]
-SPEC = Spec.from_dict(
+SPEC = spec_from_dict(
     {
         "tools": TOOLS,
         "untrusted": ["read_mail", "read_file", "open_page"],
@@ -182,7 +183,7 @@ def test_a_weaker_flow_never_makes_the_path_bad():
 
 def test_the_tiers_are_configurable_per_spec():
     raw = {"tools": TOOLS, "untrusted": ["read_mail", "read_file", "open_page"], "privileged": ["verify_code", "pay"]}
-    spec = Spec.from_dict({**raw, "severity": {"untrusted_flow": "hard", "taint": "warn"}})
+    spec = spec_from_dict({**raw, "severity": {"untrusted_flow": "hard", "taint": "warn"}})
     (name, user, steps, _, _) = CASES[0]
     g = grade(run(*steps, input=user), spec)
     assert g.has("untrusted_flow", Severity.HARD) and not g.path_ok
@@ -217,8 +218,8 @@ def test_a_record_the_spec_trusts_is_no_flow():
     # Where a user knows better than any heuristic: the platform's own messages are trusted, whatever they hold.
     (name, user, steps, _, _) = CASES[0]
     raw = {"tools": TOOLS, "untrusted": ["read_mail", "read_file", "open_page"], "privileged": ["verify_code"]}
-    trusting = Spec.from_dict({**raw, "trusted_records": {"read_mail": {"Sender": ["no-reply@*.test"]}}})
-    others = Spec.from_dict({**raw, "trusted_records": {"read_mail": {"sender": ["alerts@bank.test"]}}})
+    trusting = spec_from_dict({**raw, "trusted_records": {"read_mail": {"Sender": ["no-reply@*.test"]}}})
+    others = spec_from_dict({**raw, "trusted_records": {"read_mail": {"sender": ["alerts@bank.test"]}}})
     traj = run(*steps, input=user)
     assert not grade(traj, trusting).violations
     assert grade(traj, others).has("untrusted_flow")
@@ -236,5 +237,5 @@ def test_a_record_the_spec_trusts_is_no_flow():
 def test_trusted_records_are_validated(trusted, problem):
     raw = {"tools": TOOLS, "untrusted": ["read_mail"], "privileged": ["send"], "trusted_records": trusted}
     with pytest.raises(ValueError) as e:
-        Spec.from_dict(raw)
+        spec_from_dict(raw)
     assert problem in str(e.value)

@@ -13,10 +13,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests import external
 
-import yaml  # noqa: E402 (a test dependency: pyyaml)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

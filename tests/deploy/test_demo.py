@@ -22,7 +22,8 @@ from luckrate import demo
 from luckrate.adapters.otlp import records_from_request
 from luckrate.adapters.otlp.assemble import trajectory_from_spans
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
 
 SPECS = load_specs(Path(__file__).resolve().parents[2] / "examples" / "spec.py")
 

@@ -21,19 +21,11 @@ from collections.abc import Iterator
 import pytest
 
 from luckrate import demo
+from tests.builders import SPEC
+from tests.deploy.prometheus import get, run_prometheus, tainted_traces, wait_for
 from tests.service.harness import Server
 
-# pytestmark and needs_prometheus: the same conditions (a prometheus binary) as the harness this borrows from.
-from tests.deploy.test_e2e_prometheus import (  # noqa: F401
-    SPEC,
-    _get,
-    _stop,
-    _tainted,
-    _wait_for,
-    needs_prometheus,
-    pytestmark,
-    run_prometheus,
-)
+pytestmark = pytest.mark.usefixtures("prometheus_binary")
 
 
 RUNS, RATE = 24, 4
@@ -83,9 +75,9 @@ def traffic(luckrate, prometheus) -> dict:
     )
     assert result.returncode == 0, result.stderr
     tainted_runs = sum(demo.nth_run(i).kind == "tainted" for i in range(RUNS))
-    tainted = _wait_for(
+    tainted = wait_for(
         f"{tainted_runs} tainted traces in the verdict log",
-        lambda: (ids := _tainted(luckrate["verdicts"])) and len(ids) == tainted_runs and ids,
+        lambda: (ids := tainted_traces(luckrate["verdicts"])) and len(ids) == tainted_runs and ids,
     )
     return {"start": started, "tainted": set(tainted)}
 
@@ -93,7 +85,7 @@ def traffic(luckrate, prometheus) -> dict:
 def exemplar_trace_ids(base: str, query: str, start: float) -> dict[str, set[str]]:
     """Series (as JSON of its labels) -> trace ids of its stored exemplars."""
     params = urllib.parse.urlencode({"query": query, "start": f"{start:.3f}", "end": f"{time.time() + 60:.3f}"})
-    body = _get(f"{base}/api/v1/query_exemplars?{params}")
+    body = get(f"{base}/api/v1/query_exemplars?{params}")
     if body is None:
         return {}
     doc = json.loads(body)
@@ -110,7 +102,7 @@ def all_ids(by_series: dict[str, set[str]]) -> set[str]:
 
 def test_taint_exemplars_are_exactly_the_tainted_runs(prometheus: str, traffic: dict) -> None:
     want = traffic["tainted"]
-    got = _wait_for(
+    got = wait_for(
         "every tainted trace as a taint exemplar",
         lambda: (
             (ids := all_ids(exemplar_trace_ids(prometheus, "luckrate_taint_total", traffic["start"]))) >= want and ids
@@ -123,11 +115,11 @@ def test_bad_path_and_violation_exemplars_name_graded_traces_with_violations(
     prometheus: str, traffic: dict, luckrate: dict
 ) -> None:
     logged = {json.loads(line)["trace_id"] for line in luckrate["verdicts"].read_text().splitlines()}
-    runs = _wait_for(
+    runs = wait_for(
         "bad-path run exemplars",
         lambda: exemplar_trace_ids(prometheus, 'luckrate_runs_total{path="bad"}', traffic["start"]),
     )
-    violations = _wait_for(
+    violations = wait_for(
         "violation exemplars", lambda: exemplar_trace_ids(prometheus, "luckrate_violations_total", traffic["start"])
     )
     assert all_ids(runs) <= logged and all_ids(violations) <= logged

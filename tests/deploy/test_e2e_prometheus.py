@@ -12,77 +12,30 @@ free ports, use their own temporary config and data directories, and are stopped
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import shutil
-import socket
 import subprocess
 import sys
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 import yaml
 
-from tests import external
+from tests.builders import ROOT, SPEC
+from tests.deploy.prometheus import get, run_prometheus, tainted_traces, wait_for
 from tests.service.harness import Server
 
-
-ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "luckrate.json"
 RULES = ROOT / "deploy" / "prometheus" / "rules" / "luckrate.rules.yml"
-SPEC = ROOT / "examples" / "spec.py"
-DEADLINE = 90.0
-"""Seconds to wait for any one condition; generous for a loaded 2-core CI machine."""
 
-pytestmark = [
-    pytest.mark.skipif(
-        importlib.util.find_spec("luckrate.service.app") is None,
-        reason="luckrate serve (luckrate.service.app) has not landed yet",
-    ),
-]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def needs_prometheus() -> None:
-    if shutil.which("prometheus") is None:
-        external.missing("prometheus", "apt-get install -y prometheus")
+pytestmark = pytest.mark.usefixtures("prometheus_binary")
 
 
 # Grafana's template variables, replaced as Grafana would for "All agents" over the last hour.
 GRAFANA_VARIABLES = {"$__rate_interval": "1m", "$__range": "1h", "$agent": ".*"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for(what: str, probe: Callable[[], object], deadline: float = DEADLINE) -> object:
-    """Poll ``probe`` until it returns something truthy; fail naming ``what`` after the deadline."""
-    end = time.monotonic() + deadline
-    while True:
-        got = probe()
-        if got:
-            return got
-        if time.monotonic() > end:
-            pytest.fail(f"timed out after {deadline:.0f} s waiting for {what}")
-        time.sleep(0.25)  # polling a live server, not a timing assumption
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -105,42 +58,8 @@ def prometheus(luckrate, tmp_path_factory) -> Iterator[str]:
     yield from run_prometheus(tmp_path_factory.mktemp("prometheus"), luckrate["prometheus"], config)
 
 
-def run_prometheus(tmp: Path, target_port: int, config: dict, *flags: str) -> Iterator[str]:
-    """Prometheus (``config`` plus a job scraping luckrate at ``target_port``) on a free loopback port, with
-    its data in ``tmp``: yields its URL once ready, stops it after."""
-    job = {"job_name": "luckrate", "static_configs": [{"targets": [f"127.0.0.1:{target_port}"]}]}
-    (tmp / "prometheus.yml").write_text(yaml.safe_dump({**config, "scrape_configs": [job]}))
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            "prometheus",
-            *flags,
-            f"--config.file={tmp / 'prometheus.yml'}",
-            f"--storage.tsdb.path={tmp / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=(tmp / "prometheus.log").open("w"),
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_for("Prometheus to become ready", lambda: _get(f"{url}/-/ready") is not None or proc.poll() is not None)
-        assert proc.poll() is None, (tmp / "prometheus.log").read_text()
-        yield url
-    finally:
-        _stop(proc)
-
-
-def _get(url: str) -> bytes | None:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            return resp.read()
-    except OSError:
-        return None
-
-
 def _query(base: str, expr: str) -> list:
-    body = _get(f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
+    body = get(f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
     if body is None:
         return []
     doc = json.loads(body)
@@ -169,19 +88,12 @@ def traffic(luckrate, prometheus) -> dict:
         timeout=120,
     )
     assert demo.returncode == 0, demo.stderr
-    verdicts = _wait_for("tainted traces in the verdict log", lambda: _tainted(luckrate["verdicts"]))
+    verdicts = wait_for("tainted traces in the verdict log", lambda: tainted_traces(luckrate["verdicts"]))
     http = f"http://127.0.0.1:{luckrate['http']}/v1/traces"
     _post_json(http, _span(verdicts[0], "00f067aa0ba902b7"))  # a span for a graded trace: late
     _post_json(http, _span("0" * 32, "00f067aa0ba902b8"))  # all-zero trace id: rejected span
     _post(http, b"{not json", "application/json")  # undecodable: refused request
     return {"demo": demo.stderr, "tainted": verdicts}
-
-
-def _tainted(path: Path) -> list[str]:
-    if not path.exists():
-        return []
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [v["trace_id"] for v in lines if any(x["check"] == "taint" for x in v["violations"])]
 
 
 def _span(trace_id: str, span_id: str) -> dict:
@@ -278,17 +190,17 @@ def test_every_expression_is_covered() -> None:
 
 @pytest.mark.parametrize("expr", dashboard_expressions() + rule_expressions())
 def test_expression_returns_data(expr: str, prometheus: str, traffic: dict) -> None:
-    result = _wait_for(f"data for {expr!r}", lambda: _query(prometheus, expr))
+    result = wait_for(f"data for {expr!r}", lambda: _query(prometheus, expr))
     assert result
 
 
 def test_taint_alert_fires_on_demo_traffic(prometheus: str, traffic: dict) -> None:
     def firing() -> list:
-        body = _get(f"{prometheus}/api/v1/alerts")
+        body = get(f"{prometheus}/api/v1/alerts")
         alerts = json.loads(body)["data"]["alerts"] if body else []
         return [a for a in alerts if a["labels"]["alertname"] == "LuckrateTaint" and a["state"] == "firing"]
 
-    alerts = _wait_for("LuckrateTaint to fire", firing)
+    alerts = wait_for("LuckrateTaint to fire", firing)
     assert {(a["labels"]["privileged_tool"], a["labels"]["source_tool"]) for a in alerts} == {
         ("send_email", "fetch_webpage")
     }
@@ -297,5 +209,5 @@ def test_taint_alert_fires_on_demo_traffic(prometheus: str, traffic: dict) -> No
 def test_taint_count_matches_the_demo_mix(prometheus: str, traffic: dict, luckrate: dict) -> None:
     # 40 runs = 4 passes of the 10-run cycle, one tainted run each; the verdict log names them all.
     expr = "sum(luckrate_taint_total)"
-    _wait_for("4 taint findings", lambda: [r for r in _query(prometheus, expr) if float(r["value"][1]) == 4])
-    assert len(set(_tainted(luckrate["verdicts"]))) == 4
+    wait_for("4 taint findings", lambda: [r for r in _query(prometheus, expr) if float(r["value"][1]) == 4])
+    assert len(set(tainted_traces(luckrate["verdicts"]))) == 4

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.config import KEYS, ServiceConfig, finalize, load_config
 from tests import external
 
-import yaml  # noqa: E402 (a test dependency: pyyaml)
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "luckrate"

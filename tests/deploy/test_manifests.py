@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.config import InvalidConfig, build_config, finalize, load_config
 
 

@@ -7,7 +7,6 @@
   (Traceloop/OpenLLMetry) with an SDK TracerProvider and InMemorySpanExporter, and returns the finished
   spans as a serialized OTLP ``ExportTraceServiceRequest``. A root span opened around the run carries
   ``luckrate.output_ok=True``, the way a user's eval harness would mark a passing output.
-- ``otlp_json(request_bytes)`` re-encodes such a request as OTLP/JSON.
 
 The graph is the standard agent loop (agent node -> ToolNode -> agent) built from a StateGraph, not
 the deprecated ``create_react_agent``. Tool-call ids are deterministic (``call_<turn>_<n>``) so
@@ -16,8 +15,6 @@ captures are stable; span ids and timestamps are not.
 
 from __future__ import annotations
 
-import base64
-import json
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -270,30 +267,3 @@ def spans_for(scenario: Scenario, instrumentation: Instrumentation) -> bytes:
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
     return encode_spans(capture_spans(scenario, instrumentation)).SerializeToString()
-
-
-_ID_FIELDS = ("traceId", "spanId", "parentSpanId")
-
-
-def otlp_json(request: bytes) -> str:
-    """OTLP/JSON of a serialized ExportTraceServiceRequest: camelCase keys, enums as integers,
-    trace and span ids as hex (the protobuf JSON mapping would give base64, which OTLP/JSON forbids)."""
-    from google.protobuf.json_format import MessageToDict
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-    message = ExportTraceServiceRequest()
-    message.ParseFromString(request)
-    data = MessageToDict(message, use_integers_for_enums=True)
-    for resource_spans in data.get("resourceSpans", []):
-        for scope_spans in resource_spans.get("scopeSpans", []):
-            for span in scope_spans.get("spans", []):
-                _hex_ids(span)
-                for link in span.get("links", []):
-                    _hex_ids(link)
-    return json.dumps(data, indent=1, sort_keys=True)
-
-
-def _hex_ids(obj: dict[str, Any]) -> None:
-    for key in _ID_FIELDS:
-        if key in obj:
-            obj[key] = base64.b64decode(obj[key]).hex()

@@ -10,10 +10,10 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tests.builders import otlp_json
 from tests.frameworks.langgraph_agent import (
     OUTPUT_OK_KEY,
     _wrapped_targets,
-    otlp_json,
     run_scenario,
     spans_for,
 )

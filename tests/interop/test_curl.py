@@ -10,8 +10,9 @@ import subprocess
 import pytest
 
 from tests import external
+from tests.builders import otlp_json
 from tests.interop.harness import assert_graded_right, runs_for
-from tests.service.harness import Server, otlp_json, record_runs, request_of, total
+from tests.service.harness import Server, record_runs, request_of, total
 
 LIMIT = 1024 * 1024
 CASES = [

@@ -21,8 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.builders import otlp_json
 from tests.reliability.harness import fresh_request, healthy
-from tests.service.harness import Server, closed_by_server, otlp_json, total, wait_until
+from tests.service.harness import Server, closed_by_server, total, wait_until
 
 LIMIT = 64 * 1024
 DEADLINE = 4.0

@@ -10,7 +10,6 @@ a trace or dropped with a reason (most of these records' traces never send a spa
 
 from __future__ import annotations
 
-import base64
 import gzip
 import json
 import random
@@ -28,8 +27,9 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeL
 
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp import logs_request_from_json
+from tests.builders import otlp_json
+from tests.reliability.fuzz import ANY_VALUE, HEX, SCALARS, ld, mutations
 from tests.reliability.harness import healthy, report, rss_bytes
-from tests.reliability.test_receivers_fuzz import ANY_VALUE, HEX, SCALARS, _ld, _mutations
 from tests.service.harness import Server, total, wait_until
 
 EXPORT = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
@@ -124,17 +124,6 @@ def checkpoint(server, tally) -> None:
     tally.rss.append(rss_bytes(server.proc.pid))
 
 
-def hex_json(req: ExportLogsServiceRequest) -> bytes:
-    doc = json_format.MessageToDict(req, use_integers_for_enums=True)
-    for rl in doc.get("resourceLogs", []):
-        for sl in rl.get("scopeLogs", []):
-            for record in sl.get("logRecords", []):
-                for key in ("traceId", "spanId"):
-                    if key in record:
-                        record[key] = base64.b64decode(record[key]).hex()
-    return json.dumps(doc).encode()
-
-
 def fresh(rng: random.Random) -> ExportLogsServiceRequest:
     """The captured records of one run, under a new trace id (a trace whose spans never come)."""
     req = ExportLogsServiceRequest.FromString(CAPTURE.read_bytes())
@@ -152,11 +141,11 @@ def with_records(records) -> ExportLogsServiceRequest:
 
 def _nested_body(tid: bytes, depth: int) -> bytes:
     """A record whose body nests ``depth`` kvlists, encoded by hand (protobuf refuses to build over 100)."""
-    value = _ld(1, b"leaf")
+    value = ld(1, b"leaf")
     for _ in range(depth):
-        value = _ld(6, _ld(1, _ld(1, b"k") + _ld(2, value)))
-    record = LogRecord(trace_id=tid, event_name="gen_ai.choice").SerializeToString() + _ld(5, value)
-    return _ld(1, _ld(2, _ld(2, record)))  # request.resource_logs[0].scope_logs[0].log_records[0]
+        value = ld(6, ld(1, ld(1, b"k") + ld(2, value)))
+    record = LogRecord(trace_id=tid, event_name="gen_ai.choice").SerializeToString() + ld(5, value)
+    return ld(1, ld(2, ld(2, record)))  # request.resource_logs[0].scope_logs[0].log_records[0]
 
 
 def adversarial(rng: random.Random) -> list[tuple[str, ExportLogsServiceRequest | bytes]]:
@@ -220,7 +209,7 @@ def test_adversarial_logs_requests_over_both_receivers(server, tally):
             send_http(server, tally, body, PROTOBUF)
             send_grpc(server, tally, body)
             if not isinstance(req, bytes):
-                send_http(server, tally, hex_json(req), JSON)
+                send_http(server, tally, otlp_json(req), JSON)
             send_http(server, tally, gzip.compress(body), PROTOBUF, {"Content-Encoding": "gzip"})
         checkpoint(server, tally)
     body = with_records([LogRecord(trace_id=rng.randbytes(16), event_name="gen_ai.choice")]).SerializeToString()
@@ -233,10 +222,10 @@ def test_adversarial_logs_requests_over_both_receivers(server, tally):
 def test_mutated_random_and_truncated_logs_payloads(server, tally):
     rng = random.Random(13)
     for _ in range(10):
-        for _, mutated in _mutations(fresh(rng).SerializeToString(), rng):
+        for _, mutated in mutations(fresh(rng).SerializeToString(), rng):
             send_http(server, tally, mutated, PROTOBUF)
             send_grpc(server, tally, mutated)
-        for _, mutated in _mutations(hex_json(fresh(rng)), rng):
+        for _, mutated in mutations(otlp_json(fresh(rng)), rng):
             send_http(server, tally, mutated, JSON)
         checkpoint(server, tally)
 

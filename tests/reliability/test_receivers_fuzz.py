@@ -27,6 +27,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp import request_from_json
+from tests.builders import otlp_json
+from tests.reliability.fuzz import ANY_VALUE, HEX, SCALARS, ld, mutations
 from tests.reliability.harness import (
     fresh_request,
     healthy,
@@ -38,7 +40,7 @@ from tests.reliability.harness import (
     settled,
     span_count,
 )
-from tests.service.harness import Server, otlp_json, post, total
+from tests.service.harness import Server, post, total
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 PROTOBUF, JSON = "application/x-protobuf", "application/json"
@@ -136,28 +138,14 @@ def _tid(rng):
     return rng.randbytes(16)
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
-        n >>= 7
-        if not n:
-            return bytes(out)
-
-
-def _ld(field: int, payload: bytes) -> bytes:
-    """A length-delimited protobuf field."""
-    return _varint(field << 3 | 2) + _varint(len(payload)) + payload
-
-
 def _nested_request(t: bytes, a: bytes, depth: int) -> bytes:
     """A span whose attribute value nests ``depth`` kvlists; encoded by hand, because protobuf's own
     classes refuse to build what its parser would refuse to read (over 100 levels)."""
-    value = _ld(1, b"leaf")  # AnyValue.string_value
+    value = ld(1, b"leaf")  # AnyValue.string_value
     for _ in range(depth):
-        value = _ld(6, _ld(1, _ld(1, b"k") + _ld(2, value)))  # AnyValue.kvlist_value.values[0] = {k: value}
-    span = raw_span(t, a).SerializeToString() + _ld(9, _ld(1, b"gen_ai.tool.call.arguments") + _ld(2, value))
-    return _ld(1, _ld(2, _ld(2, span)))  # request.resource_spans[0].scope_spans[0].spans[0]
+        value = ld(6, ld(1, ld(1, b"k") + ld(2, value)))  # AnyValue.kvlist_value.values[0] = {k: value}
+    span = raw_span(t, a).SerializeToString() + ld(9, ld(1, b"gen_ai.tool.call.arguments") + ld(2, value))
+    return ld(1, ld(2, ld(2, span)))  # request.resource_spans[0].scope_spans[0].spans[0]
 
 
 def _with_attr(span, key: str, value: AnyValue):
@@ -207,18 +195,6 @@ def _non_utf8(req: ExportTraceServiceRequest) -> bytes:
     return body.replace(b"execute_tool t", b"execute_\xff\xfe\xc3t", 1)
 
 
-def _mutations(body: bytes, rng: random.Random) -> list[tuple[str, bytes]]:
-    flipped = bytearray(body)
-    for _ in range(rng.randint(1, 10)):
-        flipped[rng.randrange(len(flipped))] = rng.randrange(256)
-    return [
-        ("truncated", body[: rng.randrange(1, len(body))]),
-        ("bit flips", bytes(flipped)),
-        ("random bytes", rng.randbytes(rng.randint(1, 2048))),
-        ("spliced", body[len(body) // 2 :] + body[: len(body) // 2]),
-    ]
-
-
 def test_adversarial_requests_over_both_receivers(server, tally):
     rng = random.Random(7)
     for _round in range(3):
@@ -240,11 +216,11 @@ def test_mutated_random_and_truncated_payloads(server, tally):
     rng = random.Random(11)
     for _batch in range(20):
         body = fresh_request(rng, traces=2).SerializeToString()
-        for _, mutated in _mutations(body, rng):
+        for _, mutated in mutations(body, rng):
             send_http(server, tally, mutated, PROTOBUF)
             send_grpc(server, tally, mutated)
         text = otlp_json(fresh_request(rng))
-        for _, mutated in _mutations(text, rng):
+        for _, mutated in mutations(text, rng):
             send_http(server, tally, mutated, JSON)
         send_http(server, tally, rng.randbytes(100), PROTOBUF, {"Content-Encoding": "gzip"})
         checkpoint(server, tally)
@@ -305,44 +281,6 @@ def test_hundred_thousand_spans_in_one_trace(server, tally):
 
 # ---- property-based: arbitrary OTLP/JSON documents --------------------------------------------------
 
-HEX = st.sampled_from(["", "zz", "0" * 32, "0" * 16, "f" * 31, "g" * 32, "AbCd" * 8, "01" * 8]) | st.binary(
-    min_size=0, max_size=20
-).map(bytes.hex)
-SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**70), 2**70)
-    | st.floats(allow_nan=False)
-    | st.text(max_size=30)
-    | st.sampled_from(["\ud800", "1e999", "-1", "18446744073709551616"])
-)
-ANY_VALUE = st.recursive(
-    st.fixed_dictionaries(
-        {},
-        optional={
-            "stringValue": SCALARS,
-            "intValue": SCALARS,
-            "boolValue": SCALARS,
-            "doubleValue": SCALARS,
-            "bytesValue": SCALARS,
-        },
-    ),
-    lambda inner: (
-        st.fixed_dictionaries({"arrayValue": st.fixed_dictionaries({"values": st.lists(inner, max_size=3)})})
-        | st.fixed_dictionaries(
-            {
-                "kvlistValue": st.fixed_dictionaries(
-                    {
-                        "values": st.lists(
-                            st.fixed_dictionaries({"key": st.text(max_size=10), "value": inner}), max_size=3
-                        )
-                    }
-                )
-            }
-        )
-    ),
-    max_leaves=10,
-)
 ATTR = st.fixed_dictionaries(
     {
         "key": st.sampled_from(

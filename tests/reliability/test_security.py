@@ -16,7 +16,8 @@ import grpc
 import pytest
 from google.rpc import error_details_pb2, status_pb2
 
-from luckrate.core.spec import InvalidSpec, load_specs
+from luckrate.core.spec import InvalidSpec
+from luckrate.core.spec_loader import load_specs
 from tests.reliability.harness import fresh_request, identity, raw_span, report, request_with, settled, span_count
 from tests.reliability.load import EXPORT
 from tests.service.harness import ROOT, Server, post, total

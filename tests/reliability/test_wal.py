@@ -22,7 +22,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from luckrate.adapters.otlp import OutputRule, records_from_request, trajectory_from_spans
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.assemble import wal_format as fmt
 from tests.reliability.harness import fresh_request, identity, report, settled, span_count
 from tests.service.harness import SPEC, Server, post, total, wait_until
@@ -364,7 +365,7 @@ def test_a_grading_process_killed_under_load_has_its_traces_replayed_into_its_su
     """``--workers 2 --wal``: SIGKILL one grading process under load. What it held is counted as lost, as
     without the log, and read back from the log into the process that replaces it: every acknowledged
     trace is still graded exactly once, whole, and the identities close (lost and replayed both count)."""
-    from tests.service.test_workers import two_workers
+    from tests.service.harness import two_workers
 
     verdicts = tmp_path / "verdicts.jsonl"
     with Server(

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.app import build
 from luckrate.service.export.prometheus import PrometheusReader
 from luckrate.service.export.telemetry import Labels, Telemetry
-from tests.service.harness import SPEC, config, record_runs
-from tests.service.test_e2e import runs
-from tests.service.test_telemetry import SPECS
+from tests.builders import config
+from tests.service.harness import SPEC, SPECS, record_runs, runs
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -16,7 +17,6 @@ import time
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -31,13 +31,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from luckrate import demo
 from luckrate.adapters.otlp import OutputRule, records_from_request, trajectory_from_spans
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
-from luckrate.service.config import Endpoint, ServiceConfig
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
+from tests.builders import ROOT, SPEC
 
-ROOT = Path(__file__).resolve().parents[2]
-SPEC = ROOT / "examples" / "spec.py"
-LIMIT = 64 * 1024
-"""The request size limit of the in-process service ``config()`` builds."""
 DEADLINE = 30.0
 """Seconds any wait in these tests may take before it fails (polls, never fixed sleeps)."""
 
@@ -254,23 +251,6 @@ class MetricsSink:
         self._server.server_close()
 
 
-def otlp_json(request: ExportTraceServiceRequest) -> bytes:
-    """OTLP/JSON as an SDK would send it: lowerCamelCase, integer enums, hex ids (not proto3's base64)."""
-    import base64
-    import json
-
-    from google.protobuf import json_format
-
-    doc = json_format.MessageToDict(request, use_integers_for_enums=True)
-    for rs in doc.get("resourceSpans", []):
-        for ss in rs.get("scopeSpans", []):
-            for span in ss.get("spans", []):
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        span[key] = base64.b64decode(span[key]).hex()
-    return json.dumps(doc).encode()
-
-
 def post(url: str, body: bytes, content_type: str, headers: dict | None = None):
     """POST and return (status, headers, body) without raising on HTTP errors."""
     import urllib.error
@@ -285,20 +265,126 @@ def post(url: str, body: bytes, content_type: str, headers: dict | None = None):
         return e.code, e.headers, e.read()
 
 
-def config(**over) -> ServiceConfig:
-    # One process: these tests are about what the receivers answer; grading processes (the default on a
-    # multi-core machine) are exercised by every test that starts `luckrate serve`, and by test_workers.py.
-    loop = Endpoint("127.0.0.1", 0)
-    return replace(
-        ServiceConfig(
-            spec=str(SPEC),
-            grpc=loop,
-            http=loop,
-            prometheus=loop,
-            viewer=loop,
-            root_grace=0.05,
-            max_request_bytes=LIMIT,
-            workers=1,
-        ),
-        **over,
+# ---- the demo's runs, and what every served run must add up to -----------------------------------------
+
+KINDS = [
+    "tainted",
+    "clean",
+    "tainted",
+    "forbidden",
+    "ungrounded",
+    "tainted",
+    "user_supplied",
+    "failing",
+    "unjudged",
+    "clean",
+]
+"""Ten demo runs of every kind: three tainted."""
+
+
+def runs(kinds, agent="support-agent", offset=0):
+    return [demo.make_run(k, offset + i, agent) for i, k in enumerate(kinds)]
+
+
+def by_trace(spans):
+    out: dict = {}
+    for s in spans:
+        out.setdefault(s.context.trace_id, []).append(s)
+    return list(out.values())
+
+
+def identity(s: dict) -> None:
+    """Every received span is accepted or rejected; every accepted one ends in a completed trace or a
+    counted drop; every completed trace joined a run across traces (``--runs-by links``), or its run was
+    graded, ungraded or a grade error."""
+    received = total(s, "luckrate_spans_received_total")
+    accepted = total(s, "luckrate_spans_accepted_total")
+    assert received == accepted + total(s, "luckrate_spans_rejected_total")
+    assert accepted == (
+        total(s, "luckrate_spans_assembled_total")
+        + total(s, "luckrate_spans_duplicate_total")
+        + total(s, "luckrate_spans_late_total")
+        + total(s, "luckrate_spans_lost_total")
     )
+    assert total(s, "luckrate_traces_completed_total") == (
+        total(s, "luckrate_runs_assembly_total", outcome="traces_joined")
+        + total(s, "luckrate_runs_total")
+        + total(s, "luckrate_traces_ungraded_total")
+        + total(s, "luckrate_grade_errors_total")
+    )
+
+
+SPECS = load_specs(SPEC)
+"""The example specs, loaded once."""
+
+
+# ---- the in-process service (app.build on port 0) ----------------------------------------------------------
+
+PROTO = "application/x-protobuf"
+TOKEN = "t0ken"
+"""The bearer token tests give the service."""
+
+
+def urls(svc):
+    """The in-process service's gRPC target and HTTP base URL."""
+    grpc_r, http_r = svc.receivers
+    return f"127.0.0.1:{grpc_r.port}", f"http://127.0.0.1:{http_r.port}"
+
+
+def metrics(svc) -> dict:
+    return parse_metrics(svc.metrics.reader.render())
+
+
+def refused(svc, transport, reason) -> float:
+    return total(metrics(svc), "luckrate_requests_refused_total", transport=transport, reason=reason)
+
+
+class Clock:
+    """A fake clock the assemblers read; tests advance it, never sleep."""
+
+    def __init__(self, t: float = 1000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, s: float) -> None:
+        self.t += s
+
+
+# ---- grading processes, and the SDK pointed at a server ---------------------------------------------------
+
+
+def worker_pids(server: Server) -> set[int]:
+    """The server's grading processes: its children started by multiprocessing's spawn."""
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == server.proc.pid and b"spawn_main" in cmdline:
+            pids.add(int(entry.name))
+    return pids
+
+
+def two_workers(server: Server, without: int = 0) -> set[int] | None:
+    pids = worker_pids(server)
+    return pids if len(pids) == 2 and without not in pids else None
+
+
+def sdk_env(endpoint: str) -> dict[str, str]:
+    """The environment with the OTLP exporter pointed at ``endpoint`` by the standard variable alone."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    return {**env, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
+
+
+def snippet(page: str) -> str:
+    """The ```python block under "Instrument your agent" (README) or "Send a trace" (quick start)."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if "OTLPSpanExporter" in b]
+    assert len(blocks) == 1, f"{page}: expected one instrumentation snippet, found {len(blocks)}"
+    return blocks[0]

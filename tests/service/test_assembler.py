@@ -14,31 +14,13 @@ from luckrate.adapters.otlp import SpanRecord
 from luckrate.service.assemble.assembler import SCAN_SPANS, Assembler, Limits, SpanBudget
 from luckrate.service.grade.completed import CompletedTrace
 from luckrate.service.process.in_process import AssemblerLoop
-
-
-class Clock:
-    def __init__(self, t: float = 1000.0):
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, s: float) -> None:
-        self.t += s
+from tests import builders
+from tests.service.harness import Clock
 
 
 def span(trace: int, sid: int, parent: int | None = None, name: str = "s") -> SpanRecord:
-    return SpanRecord.build(
-        trace_id=trace.to_bytes(16, "big"),
-        span_id=sid.to_bytes(8, "big"),
-        parent_id=b"" if parent is None else parent.to_bytes(8, "big"),
-        name=name,
-        kind=1,
-        start_ns=sid,
-        end_ns=sid + 1,
-        status_code=0,
-        status_message="",
-    )
+    """Span ``sid`` of trace ``trace``, starting ``sid`` ns in: start order is id order."""
+    return builders.span(sid, parent, name, start=sid, end=sid + 1, trace=trace)
 
 
 class Rig:

@@ -15,63 +15,21 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from luckrate import demo
+from tests.builders import otlp_json
 from tests.service.harness import (
+    KINDS,
     MetricsSink,
     Server,
+    by_trace,
     core_verdicts,
-    otlp_json,
+    identity,
     post,
     record_runs,
     request_of,
+    runs,
     total,
     wait_until,
 )
-
-KINDS = [
-    "tainted",
-    "clean",
-    "tainted",
-    "forbidden",
-    "ungrounded",
-    "tainted",
-    "user_supplied",
-    "failing",
-    "unjudged",
-    "clean",
-]
-
-
-def runs(kinds, agent="support-agent", offset=0):
-    return [demo.make_run(k, offset + i, agent) for i, k in enumerate(kinds)]
-
-
-def by_trace(spans):
-    out: dict = {}
-    for s in spans:
-        out.setdefault(s.context.trace_id, []).append(s)
-    return list(out.values())
-
-
-def identity(s: dict) -> None:
-    """Every received span is accepted or rejected; every accepted one ends in a completed trace or a
-    counted drop; every completed trace joined a run across traces (``--runs-by links``), or its run was
-    graded, ungraded or a grade error."""
-    received = total(s, "luckrate_spans_received_total")
-    accepted = total(s, "luckrate_spans_accepted_total")
-    assert received == accepted + total(s, "luckrate_spans_rejected_total")
-    assert accepted == (
-        total(s, "luckrate_spans_assembled_total")
-        + total(s, "luckrate_spans_duplicate_total")
-        + total(s, "luckrate_spans_late_total")
-        + total(s, "luckrate_spans_lost_total")
-    )
-    assert total(s, "luckrate_traces_completed_total") == (
-        total(s, "luckrate_runs_assembly_total", outcome="traces_joined")
-        + total(s, "luckrate_runs_total")
-        + total(s, "luckrate_traces_ungraded_total")
-        + total(s, "luckrate_grade_errors_total")
-    )
 
 
 def test_verdicts_over_grpc_http_and_json_match_the_core(tmp_path):

@@ -21,7 +21,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceS
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp import read_otlp_files
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
 from tests.service.harness import SPEC, Server, post, total, wait_until
 
 TESTDATA = Path(__file__).resolve().parents[1] / "testdata"

@@ -13,8 +13,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2_grpc import LogsServiceStub
 
 from tests.scenarios import BY_NAME
-from tests.service.harness import Server, post, total
-from tests.service.test_e2e import identity
+from tests.service.harness import Server, identity, post, total
 
 DATA = Path(__file__).resolve().parents[1] / "testdata" / "openai-v2"
 NAMES = ("clean", "forbidden", "injected", "user_supplied")

@@ -15,10 +15,9 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from luckrate.adapters.otlp import read_otlp
 from luckrate.core.grade import grade
-from luckrate.core.spec import Spec
-from tests.adapters.test_otlp_runs import Recorder, linked_run
-from tests.service.harness import Server, total, wait_until
-from tests.service.test_e2e import by_trace, identity
+from luckrate.core.spec_loader import spec_from_dict
+from tests.builders import Recorder, linked_run
+from tests.service.harness import Server, by_trace, identity, total, wait_until
 
 SPEC = {"tools": ["lookup_order", "delete_account"], "forbidden": ["delete_account"], "required": ["lookup_order"]}
 
@@ -46,7 +45,7 @@ def test_a_run_over_traces_on_different_connections_is_graded_once(tmp_path, cyc
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(SPEC))
     [expected] = read_otlp(rec.file(), "f")  # the file reader's verdicts on the same spans
-    want = Spec.from_dict(SPEC)
+    want = spec_from_dict(SPEC)
     checks = sorted((v.check, v.tool) for v in grade(expected, want).violations)
     assert ("forbidden", "delete_account") in checks
     with Server(
@@ -99,7 +98,7 @@ def test_runs_across_traces_refuse_several_grading_processes(tmp_path):
 
 
 def test_the_turns_of_a_conversation_are_one_run_when_asked(tmp_path):
-    from tests.adapters.test_otlp_runs import TURNS, conversation
+    from tests.builders import TURNS, conversation
 
     rec = Recorder()
     conversation(rec, "c1", TURNS)  # the cancel is confirmed in the second turn's trace

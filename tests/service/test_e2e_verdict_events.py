@@ -21,9 +21,20 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from luckrate.adapters.otlp import OutputRule, records_from_request, trajectory_from_spans
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs, spec_for
-from tests.service.harness import SPEC, Server, core_verdicts, record_runs, request_of, total, wait_until
-from tests.service.test_e2e import by_trace, identity, runs
+from luckrate.core.spec import spec_for
+from luckrate.core.spec_loader import load_specs
+from tests.service.harness import (
+    SPEC,
+    Server,
+    by_trace,
+    core_verdicts,
+    identity,
+    record_runs,
+    request_of,
+    runs,
+    total,
+    wait_until,
+)
 
 KINDS = ["clean", "tainted", "forbidden", "user_supplied", "ungrounded", "failing", "unjudged", "tainted"]
 

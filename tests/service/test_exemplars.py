@@ -17,7 +17,9 @@ from luckrate.service.export.prometheus import MetricsServer, wants_openmetrics
 from luckrate.service.grade.tally import Tally, apply
 from luckrate.service.export.instruments import INSTRUMENTS
 from luckrate.service.export.telemetry import Telemetry
-from tests.service.test_telemetry import BY_NAME, SPECS, samples, trajectory
+from tests.builders import span, trajectory
+from tests.scenarios import BY_NAME
+from tests.service.harness import SPECS, parse_metrics
 
 SPEC = SPECS["*"]
 TRACE_A, TRACE_B = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736"), bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
@@ -80,7 +82,7 @@ def test_plain_text_is_the_default_and_has_no_exemplars(tele):
     text = reader.render()
     assert " # {" not in text and "# EOF" not in text
     assert (
-        samples(text)[
+        parse_metrics(text)[
             (
                 "luckrate_taint_total",
                 (("agent", "support"), ("privileged_tool", "send_email"), ("source_tool", "fetch_webpage")),
@@ -95,7 +97,7 @@ def test_openmetrics_keeps_every_family_and_value(tele):
     run(t, "injected", TRACE_A)
     t.add("luckrate.grade.duration", 0.003)
     t.add("luckrate.traces.active", 2)
-    plain = samples(reader.render())
+    plain = parse_metrics(reader.render())
     text = reader.render(openmetrics=True)
     assert text.endswith("# EOF\n")
     om = {
@@ -139,6 +141,7 @@ def test_accept_negotiation(accept, openmetrics):
     assert wants_openmetrics(accept) is openmetrics
 
 
+@pytest.mark.e2e  # a metrics server on a loopback port
 def test_metrics_server_serves_openmetrics_when_asked(tele):
     t, reader = tele
     run(t, "injected", TRACE_A)
@@ -159,21 +162,8 @@ def test_metrics_server_serves_openmetrics_when_asked(tele):
 
 def records(*spans: tuple[str, str, int]):
     """SpanRecords (span id hex, parent id hex, start) of one trace."""
-    from luckrate.adapters.otlp import SpanRecord
-
     return tuple(
-        SpanRecord.build(
-            trace_id=TRACE_A,
-            span_id=bytes.fromhex(s),
-            parent_id=bytes.fromhex(p),
-            name="x",
-            kind=1,
-            start_ns=start,
-            end_ns=start + 1,
-            status_code=0,
-            status_message="",
-        )
-        for s, p, start in spans
+        span(int(s, 16), int(p, 16) if p else None, "x", start, start + 1, trace=TRACE_A) for s, p, start in spans
     )
 
 

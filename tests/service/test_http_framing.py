@@ -16,9 +16,8 @@ import pytest
 from google.rpc import status_pb2
 
 from luckrate.service.receive.framing import BadFraming, TooLarge, discard_chunked, framing, read_chunked
-from tests.service.harness import request_of, total
-from tests.service.harness import LIMIT
-from tests.service.test_receivers import PROTO, TOKEN, metrics, refused
+from tests.builders import LIMIT
+from tests.service.harness import PROTO, TOKEN, metrics, refused, request_of, total
 
 
 def chunked(body: bytes, sizes=(7, 100, 1000), ext: bytes = b"", trailers: bytes = b"") -> bytes:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from google.protobuf import json_format
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2_grpc import LogsServiceStub
@@ -22,14 +21,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.app import build
 from luckrate.service.config import Endpoint
+from tests.builders import LIMIT, config, otlp_json
 from tests.scenarios import BY_NAME
-from tests.service.harness import LIMIT, SPEC, config, parse_metrics, post, total, wait_until
+from tests.service.harness import PROTO, SPEC, TOKEN, metrics, post, total, urls, wait_until
 
-PROTO = "application/x-protobuf"
-TOKEN = "t0ken"
 DATA = Path(__file__).resolve().parents[1] / "testdata" / "openai-v2"
 
 
@@ -51,15 +49,6 @@ def service(request):
     svc.start()
     yield svc
     assert svc.stop(10)
-
-
-def urls(svc):
-    grpc_r, http_r = svc.receivers
-    return f"127.0.0.1:{grpc_r.port}", f"http://127.0.0.1:{http_r.port}"
-
-
-def metrics(svc) -> dict:
-    return parse_metrics(svc.metrics.reader.render())
 
 
 def graded(svc, runs: int = 1) -> dict:
@@ -179,19 +168,6 @@ def test_a_full_buffer_throttles_logs_as_it_does_spans(service):
     assert total(s, "luckrate_log_requests_refused_total", reason="buffer_full") == 2
 
 
-def _hex_json(req: ExportLogsServiceRequest) -> bytes:
-    import base64
-
-    doc = json_format.MessageToDict(req, use_integers_for_enums=True)
-    for rl in doc.get("resourceLogs", []):
-        for sl in rl.get("scopeLogs", []):
-            for record in sl.get("logRecords", []):
-                for key in ("traceId", "spanId"):
-                    if key in record:
-                        record[key] = base64.b64decode(record[key]).hex()
-    return json.dumps(doc).encode()
-
-
 @pytest.mark.parametrize("transport", ["grpc", "http-protobuf", "http-json-gzip"])
 @pytest.mark.parametrize("name", ["forbidden", "injected"])
 def test_records_sent_before_their_spans_are_graded_with_them(service, transport, name):
@@ -208,7 +184,7 @@ def test_records_sent_before_their_spans_are_graded_with_them(service, transport
         assert post(http + "/v1/traces", traces.SerializeToString(), PROTO)[0] == 200
     else:
         assert (
-            post(http + "/v1/logs", gzip.compress(_hex_json(logs)), "application/json", {"Content-Encoding": "gzip"})[0]
+            post(http + "/v1/logs", gzip.compress(otlp_json(logs)), "application/json", {"Content-Encoding": "gzip"})[0]
             == 200
         )
         assert post(http + "/v1/traces", traces.SerializeToString(), PROTO)[0] == 200

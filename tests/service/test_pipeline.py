@@ -9,7 +9,6 @@ import pytest
 
 from luckrate import demo
 from luckrate.adapters.otlp import records_from_request
-from luckrate.core.spec import load_specs
 from luckrate.service.assemble.assembler import SpanBudget
 from luckrate.service.export.prometheus import PrometheusReader
 from luckrate.service.export.telemetry import Labels, Telemetry
@@ -18,9 +17,9 @@ from luckrate.service.grade.verdict_log import HeldLines, HeldVerdicts
 from luckrate.service.grade.worker import Outlets
 from luckrate.service.process.in_process import BudgetLedger, InProcess
 from luckrate.service.process.pipeline import GradingPipeline, Sinks
-from tests.service.harness import SPEC, config, parse_metrics, record_runs, request_of, total
+from tests.builders import config
+from tests.service.harness import SPECS, parse_metrics, record_runs, request_of, total
 
-SPECS = load_specs(SPEC)
 KINDS = ["clean", "tainted", "forbidden"]
 
 

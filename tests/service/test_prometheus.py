@@ -12,12 +12,11 @@ import subprocess
 import urllib.request
 
 
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.app import build
-from luckrate.service.config import Endpoint, ServiceConfig
 from tests import external
-from tests.service.harness import SPEC, parse_metrics, record_runs, total, wait_until
-from tests.service.test_e2e import runs
+from tests.builders import config
+from tests.service.harness import SPEC, parse_metrics, record_runs, runs, total, wait_until
 
 promtool = shutil.which("promtool")
 
@@ -27,9 +26,7 @@ def test_metrics_body_passes_promtool_check_metrics():
         external.missing("promtool", "apt-get install -y prometheus")
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
-    loop = Endpoint("127.0.0.1", 0)
-    cfg = ServiceConfig(spec=str(SPEC), grpc=loop, http=None, prometheus=loop, viewer=loop, root_grace=0.05, workers=1)
-    svc = build(cfg, load_specs(SPEC))
+    svc = build(config(http=None), load_specs(SPEC))
     svc.start()
     try:
         spans = record_runs(runs(["clean", "forbidden", "tainted"]))

@@ -15,37 +15,23 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.app import build
 from luckrate.service.config import Endpoint
+from tests.builders import LIMIT, config, otlp_json
 from tests.service.harness import (
-    LIMIT,
+    PROTO,
     SPEC,
+    TOKEN,
     closed_by_server,
-    config,
-    otlp_json,
-    parse_metrics,
+    metrics,
     post,
+    refused,
     request_of,
     total,
+    urls,
     wait_until,
 )
-
-PROTO = "application/x-protobuf"
-TOKEN = "t0ken"
-
-
-def urls(svc):
-    grpc_r, http_r = svc.receivers
-    return f"127.0.0.1:{grpc_r.port}", f"http://127.0.0.1:{http_r.port}"
-
-
-def metrics(svc) -> dict:
-    return parse_metrics(svc.metrics.reader.render())
-
-
-def refused(svc, transport, reason) -> float:
-    return total(metrics(svc), "luckrate_requests_refused_total", transport=transport, reason=reason)
 
 
 HTTP_REFUSALS = [

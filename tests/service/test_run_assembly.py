@@ -12,7 +12,8 @@ import pytest
 from luckrate.adapters.otlp.runs import TraceTies
 from luckrate.service.assemble.run_assembly import RunAssembler, RunLimits
 from luckrate.service.grade.completed import CompletedRun, CompletedTrace
-from tests.service.test_assembler import Clock, span
+from tests.builders import span
+from tests.service.harness import Clock
 
 
 def tid(n: int) -> bytes:
@@ -26,7 +27,7 @@ def trace(n: int, links: tuple[int, ...] = (), conversation: str | None = None) 
             {tid(t): (n.to_bytes(8, "big"), t.to_bytes(8, "big")) for t in links},
             [conversation] if conversation else [],
         )
-    return CompletedTrace(tid(n), (span(n, n),), "root_ended", 0.0, (), ties)
+    return CompletedTrace(tid(n), (span(n, trace=n),), "root_ended", 0.0, (), ties)
 
 
 class Rig:
@@ -158,7 +159,7 @@ def test_drain_grades_every_held_run():
 
 
 def linked_request():
-    from tests.adapters.test_otlp_runs import Recorder, linked_run
+    from tests.builders import Recorder, linked_run
     from tests.service.harness import request_of
 
     rec = Recorder()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.export.run_ring import HIDDEN, RunRing
 from luckrate.view import model
 from tests.core.helpers import run, step

@@ -8,36 +8,17 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs
-from luckrate.core.step import Step, Trajectory, numbered
 from luckrate.service.config import Endpoint
 from luckrate.service.export.prometheus import MetricsServer
 from luckrate.service.export.instruments import INSTRUMENTS, ZERO_SERIES, prometheus_name
 from luckrate.service.export.telemetry import OTHER, Labels
-from tests.scenarios import BY_NAME, Scenario
+from tests.builders import trajectory
+from tests.scenarios import BY_NAME
+from tests.service.harness import SPECS, parse_metrics, total
 
 ROOT = Path(__file__).resolve().parents[2]
-SPECS = load_specs(ROOT / "examples" / "spec.py")
-
-
-def trajectory(s: Scenario, agent: str = "support", output_ok: bool | None = True) -> Trajectory:
-    steps = [Step(0, c.tool, c.args, c.result, c.error) for turn in s.turns for c in turn]
-    return Trajectory(s.name, numbered(steps), None, agent, s.user, output_ok)
-
-
-def samples(text: str) -> dict[tuple[str, tuple], float]:
-    out = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return out
-
-
-def total(s: dict, name: str, **labels) -> float:
-    return sum(v for (n, ls), v in s.items() if n == name and set(labels.items()) <= set(ls))
 
 
 NAMES = [
@@ -58,7 +39,7 @@ def test_runs_violations_and_taint_from_real_grades(tele):
     spec = SPECS["*"]
     for name, ok in (("clean", True), ("injected", True), ("forbidden", False), ("user_supplied", None)):
         t.run(grade(trajectory(BY_NAME[name], output_ok=ok), spec), spec, spec.name)
-    s = samples(reader.render())
+    s = parse_metrics(reader.render())
     assert total(s, "luckrate_runs_total") == 4
     assert total(s, "luckrate_runs_total", output="pass", path="bad") == 1  # injected: lucky
     assert total(s, "luckrate_runs_total", output="pass", path="ok") == 1
@@ -71,7 +52,7 @@ def test_loss_counters_start_at_zero(tele):
     # Regression: fixed-reason counters appeared only after their first increment, so a healthy service
     # showed "No data" on the loss panels and rate()-based alerts missed the very first loss.
     _, reader = tele
-    s = samples(reader.render())
+    s = parse_metrics(reader.render())
     for name, labels in (
         ("luckrate_spans_late_total", {}),
         ("luckrate_grade_errors_total", {}),
@@ -126,7 +107,7 @@ def test_a_value_outside_its_declared_set_is_refused(tele, name, attributes):
 def test_policy_bounded_labels_take_any_value_the_policy_gives(tele):
     t, reader = tele
     t.add("luckrate.runs", agent="any agent", spec="any spec", output="pass", path="ok")
-    assert total(samples(reader.render()), "luckrate_runs_total", agent="any agent") == 1
+    assert total(parse_metrics(reader.render()), "luckrate_runs_total", agent="any agent") == 1
 
 
 def test_zero_series_are_every_closed_counter_series():
@@ -145,13 +126,14 @@ def test_histograms_and_gauges_render(tele):
     t.add("luckrate.grade.duration", 7.0)
     t.add("luckrate.traces.active", 3)
     t.add("luckrate.traces.active", -1)
-    s = samples(reader.render())
+    s = parse_metrics(reader.render())
     assert s[("luckrate_grade_duration_seconds_count", ())] == 2
     assert s[("luckrate_grade_duration_seconds_bucket", (("le", "0.005"),))] == 1
     assert s[("luckrate_grade_duration_seconds_bucket", (("le", "+Inf"),))] == 2
     assert s[("luckrate_traces_active", ())] == 2
 
 
+@pytest.mark.e2e  # a metrics server on a loopback port
 def test_metrics_server_lifecycle(tele):
     t, reader = tele
     t.add("luckrate.grade.errors")
@@ -160,7 +142,7 @@ def test_metrics_server_lifecycle(tele):
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10) as r:
             assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
-            assert samples(r.read().decode())[("luckrate_grade_errors_total", ())] == 1
+            assert parse_metrics(r.read().decode())[("luckrate_grade_errors_total", ())] == 1
     finally:
         server.shutdown()
     server.shutdown()

@@ -1,10 +1,8 @@
-"""TLS and mutual TLS on both receivers, with certificates made by the openssl CLI for this test."""
+"""TLS and mutual TLS on both receivers, with the certificates tests/conftest.py makes (``pki``)."""
 
 from __future__ import annotations
 
-import shutil
 import ssl
-import subprocess
 import urllib.request
 
 import grpc
@@ -12,72 +10,16 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.app import build
-from tests import external
-from tests.service.harness import SPEC, record_runs, request_of
-from tests.service.test_e2e import runs
-from tests.service.harness import config
-from tests.service.test_receivers import PROTO
-
-
-@pytest.fixture(scope="module", autouse=True)
-def needs_openssl() -> None:
-    """The openssl CLI makes the certificates."""
-    if shutil.which("openssl") is None:
-        external.missing("the openssl CLI", "apt-get install -y openssl")
-
-
-def _openssl(*args: str, cwd) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    d = tmp_path_factory.mktemp("pki")
-    key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    _openssl(
-        "req",
-        "-x509",
-        *key,
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-subj",
-        "/CN=luckrate-test-ca",
-        "-days",
-        "2",
-        cwd=d,
-    )
-    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    for name in ("server", "client"):
-        _openssl("req", *key, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}", cwd=d)
-        _openssl(
-            "x509",
-            "-req",
-            "-in",
-            f"{name}.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            f"{name}.pem",
-            "-days",
-            "2",
-            "-extfile",
-            "san.ext",
-            cwd=d,
-        )
-    return d
+from tests.builders import config
+from tests.service.harness import PROTO, SPEC, record_runs, request_of, runs
 
 
 @pytest.fixture
 def mtls_service(pki):
     svc = build(
-        config(tls_cert=str(pki / "server.pem"), tls_key=str(pki / "server.key"), tls_client_ca=str(pki / "ca.pem")),
+        config(tls_cert=str(pki["server"][0]), tls_key=str(pki["server"][1]), tls_client_ca=str(pki["ca"])),
         load_specs(SPEC),
     )
     svc.start()
@@ -86,9 +28,9 @@ def mtls_service(pki):
 
 
 def _client_context(pki, with_cert: bool) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+    ctx = ssl.create_default_context(cafile=str(pki["ca"]))
     if with_cert:
-        ctx.load_cert_chain(str(pki / "client.pem"), str(pki / "client.key"))
+        ctx.load_cert_chain(*map(str, pki["client"]))
     return ctx
 
 
@@ -105,8 +47,9 @@ def test_http_mutual_tls(pki, mtls_service):
 def test_grpc_mutual_tls(pki, mtls_service):
     request = request_of(record_runs(runs(["clean"])))
     target = f"127.0.0.1:{mtls_service.receivers[0].port}"
-    ca = (pki / "ca.pem").read_bytes()
-    good = grpc.ssl_channel_credentials(ca, (pki / "client.key").read_bytes(), (pki / "client.pem").read_bytes())
+    ca = pki["ca"].read_bytes()
+    cert, key = pki["client"]
+    good = grpc.ssl_channel_credentials(ca, key.read_bytes(), cert.read_bytes())
     with grpc.secure_channel(target, good) as channel:
         assert TraceServiceStub(channel).Export(request, timeout=10) == ExportTraceServiceResponse()
     with grpc.secure_channel(target, grpc.ssl_channel_credentials(ca)) as channel:

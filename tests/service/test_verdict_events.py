@@ -21,7 +21,9 @@ from luckrate.service.export.verdict_events import (
     explanation,
     otlp_exporter,
 )
-from tests.service.test_telemetry import BY_NAME, SPECS, trajectory
+from tests.builders import trajectory
+from tests.scenarios import BY_NAME
+from tests.service.harness import SPECS
 
 SPEC = SPECS["*"]
 TRACE = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")

@@ -11,14 +11,13 @@ import urllib.request
 import pytest
 
 from luckrate.core.grade import grade
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.config import Endpoint, InvalidConfig, ServiceConfig, finalize
 from luckrate.service.export.run_ring import RunRing
 from luckrate.service.export.viewer import Viewer, ViewerServer
 from luckrate.view.render import CSP
 from tests.core.helpers import run, step
-from tests.service.harness import SPEC, Server, post, record_runs, request_of, wait_until
-from tests.service.test_e2e import runs
+from tests.service.harness import SPEC, Server, post, record_runs, request_of, runs, wait_until
 
 SPECS = load_specs(SPEC)
 LOOP = Endpoint("127.0.0.1", 0)

@@ -272,15 +272,16 @@ def test_wal_settings_have_their_defaults():
     assert build_config({}, "t").wal_dir is None
 
 
+@pytest.mark.e2e  # the whole service: receivers on loopback ports, grading processes
 @pytest.mark.parametrize("workers", [1, 2])
 def test_service_lifecycle_with_the_log(tmp_path, workers):
     """Built with ``--wal``: stop without start is safe; spans sent are graded and the log empties at a
     clean stop; an unusable directory stops the build with the key named."""
-    from luckrate.core.spec import load_specs
+    from luckrate.core.spec_loader import load_specs
     from luckrate.service.app import build
     from tests.reliability.harness import fresh_request
     from tests.service.harness import SPEC, parse_metrics, post, total, wait_until
-    from tests.service.test_receivers import config
+    from tests.builders import config
 
     cfg = replace(config(workers=workers), wal_dir=str(tmp_path / "wal"), root_grace=0.2)
     assert build(cfg, load_specs(SPEC)).stop(5)

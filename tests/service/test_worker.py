@@ -9,14 +9,13 @@ import logging
 import pytest
 
 from luckrate.adapters.otlp import OutputRule, records_from_request, trajectory_from_spans
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.grade.completed import CompletedTrace
 from luckrate.service.export.prometheus import PrometheusReader
 from luckrate.service.export.telemetry import Labels, Telemetry
 from luckrate.service.grade.verdict_log import MAX_ECHO, VerdictLog
 from luckrate.service.grade.worker import Grading, Outlets, Worker
-from tests.service.harness import SPEC, parse_metrics, record_runs, request_of, total
-from tests.service.test_e2e import by_trace, runs
+from tests.service.harness import SPEC, by_trace, parse_metrics, record_runs, request_of, runs, total
 
 SPECS = load_specs(SPEC)
 
@@ -141,6 +140,7 @@ def test_verdict_log_all_writes_clean_runs_too(traces, tmp_path, every_run, logg
     assert {line["trace_id"] for line in lines} <= {t.trace_id.hex() for t in traces}
 
 
+@pytest.mark.e2e  # the whole service: receivers on loopback ports, grading processes
 @pytest.mark.parametrize("workers", [1, 2])
 def test_verdict_log_all_reaches_every_grading_process(tmp_path, workers):
     """The flag is read where grading happens: in the receiving process, or in each grading process."""
@@ -193,9 +193,9 @@ def test_a_run_with_nothing_observable_is_counted_not_gradable_and_logged(tmp_pa
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     from luckrate.core.grade import NOTHING_OBSERVABLE
-    from tests.core.test_not_gradable import CAPTURE
+    from tests.builders import CHAT_ONLY_CAPTURE
 
-    request = ExportTraceServiceRequest.FromString(CAPTURE.read_bytes())
+    request = ExportTraceServiceRequest.FromString(CHAT_ONLY_CAPTURE.read_bytes())
     records, _ = records_from_request(request)
     log = tmp_path / "v.jsonl"
     worker, scrape, _ = rig(verdict_log=VerdictLog(log))

@@ -21,10 +21,21 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from luckrate.service.assemble.routing import route
 from luckrate.service.config import InvalidConfig, ServiceConfig, build_config, worker_count
 from tests.reliability.harness import fresh_request, identity, raw_span, request_with, settled, span_count
-from tests.service.harness import MetricsSink, Server, core_verdicts, post, record_runs, total, wait_until
-from tests.service.test_e2e import KINDS, by_trace, runs
-
-PROTO = "application/x-protobuf"
+from tests.service.harness import (
+    KINDS,
+    PROTO,
+    MetricsSink,
+    Server,
+    by_trace,
+    core_verdicts,
+    post,
+    record_runs,
+    runs,
+    total,
+    two_workers,
+    wait_until,
+    worker_pids,
+)
 
 
 @pytest.mark.parametrize("value, expected", [("auto", "auto"), ("AUTO", "auto"), ("2", 2), (4, 4)])
@@ -55,22 +66,6 @@ def test_auto_is_capped_by_a_cgroup_cpu_quota(tmp_path, cpu_max, cap):
         path.write_text(cpu_max)
     cores = len(os.sched_getaffinity(0))
     assert worker_count(ServiceConfig(), cpu_max=path) == (min(cores, cap) if cap else cores)
-
-
-def worker_pids(server: Server) -> set[int]:
-    """The server's grading processes: its children started by multiprocessing's spawn."""
-    pids = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == server.proc.pid and b"spawn_main" in cmdline:
-            pids.add(int(entry.name))
-    return pids
 
 
 def outcomes(s: dict) -> dict:
@@ -176,11 +171,6 @@ class Load:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(30)
-
-
-def two_workers(server: Server, without: int = 0) -> set[int] | None:
-    pids = worker_pids(server)
-    return pids if len(pids) == 2 and without not in pids else None
 
 
 def final_identity(final: dict) -> dict:
@@ -341,10 +331,10 @@ def test_pool_lifecycle_in_process_start_consume_kill_stop():
     the rest and leaves nothing reserved."""
     from dataclasses import replace
 
-    from luckrate.core.spec import load_specs
+    from luckrate.core.spec_loader import load_specs
     from luckrate.service.app import build
     from tests.service.harness import SPEC, parse_metrics
-    from tests.service.harness import config
+    from tests.builders import config
 
     assert build(config(workers=2), load_specs(SPEC)).stop(5)  # never started
     cfg = replace(config(workers=2), idle_timeout=300.0, root_grace=0.2, max_request_bytes=2**24)
@@ -388,10 +378,10 @@ def test_a_stalled_worker_bounds_the_bytes_queued_for_it():
     span budget has room; once it reads again, they are accepted."""
     from dataclasses import replace
 
-    from luckrate.core.spec import load_specs
+    from luckrate.core.spec_loader import load_specs
     from luckrate.service.app import build
     from tests.service.harness import SPEC, parse_metrics
-    from tests.service.harness import config
+    from tests.builders import config
 
     svc = build(replace(config(workers=2), max_request_bytes=64 * 1024, root_grace=0.2), load_specs(SPEC))
     svc.start()
@@ -448,10 +438,10 @@ def test_a_killed_worker_s_log_records_are_counted_and_their_room_given_back():
     from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
     from luckrate.service.assemble.routing import route
-    from luckrate.core.spec import load_specs
+    from luckrate.core.spec_loader import load_specs
     from luckrate.service.app import build
     from tests.service.harness import SPEC, parse_metrics
-    from tests.service.harness import config
+    from tests.builders import config
 
     cfg = replace(config(workers=2), idle_timeout=300.0, max_trace_age=600.0, root_grace=0.2)
     svc = build(cfg, load_specs(SPEC))

@@ -21,7 +21,19 @@ from luckrate.adapters.documents import json_documents
 from luckrate.core.step import AGENT, USER, Message, Step, Trajectory, numbered
 
 _STEP_FIELDS = {"index", "tool", "args", "result", "error", "t", "duration", "agent", "call_id"}
-_RUN_FIELDS = {"id", "case", "agent", "input", "output_ok", "steps", "content", "error", "messages", "model_turns"}
+_RUN_FIELDS = {
+    "id",
+    "case",
+    "agent",
+    "input",
+    "output_ok",
+    "steps",
+    "content",
+    "error",
+    "messages",
+    "model_turns",
+    "agents",
+}
 _MESSAGE_FIELDS = {"role", "text", "before_step"}
 
 Problems = list[tuple[str, str]]
@@ -62,6 +74,10 @@ def trajectory_from_dict(obj: Any) -> Trajectory:
     built = [_step(s, i, problems) for i, s in enumerate(steps)]
     messages = _messages(obj.get("messages", []), len(steps), problems)
     model_turns = _model_turns(obj.get("model_turns", []), len(steps), problems)
+    agents = obj.get("agents", [])
+    if not isinstance(agents, list) or not all(isinstance(a, str) and a for a in agents):
+        problems.append(("", "'agents' must be a list of non-empty strings"))
+        agents = []
     if problems:
         raise _invalid(run_id, problems)
     if "input" not in obj and messages:
@@ -71,6 +87,7 @@ def trajectory_from_dict(obj: Any) -> Trajectory:
         steps=numbered([s for s in built if s is not None]),
         messages=messages,
         model_turns=model_turns,
+        agents=tuple(agents),
         case=obj.get("case"),
         agent=obj.get("agent"),
         input=user_input,
@@ -194,6 +211,8 @@ def trajectory_to_dict(traj: Trajectory) -> dict[str, Any]:
         out["messages"] = [asdict(m) for m in traj.messages]
     if traj.model_turns:
         out["model_turns"] = list(traj.model_turns)
+    if traj.agents:
+        out["agents"] = list(traj.agents)
     if not traj.content:
         out["content"] = False
     if traj.error is not None:

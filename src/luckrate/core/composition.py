@@ -35,14 +35,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
 from luckrate.core import forms
 from luckrate.core.fields import field_name
-from luckrate.core.provenance import tokens
+from luckrate.core.identifiers import tokens
+from luckrate.core.provenance import Argument, Provenance
 
-if TYPE_CHECKING:
-    from luckrate.core.provenance import Argument, Provenance
 
 MAX_NUMBERS = 2000
 """Distinct numbers kept per run for the sum search (each lookup is one pass over them)."""
@@ -268,9 +267,10 @@ _HOST = re.compile(r"(?:www\.)?((?:[a-z0-9\-]+\.)+[a-z]{2,63})")
 
 def of(prov: Provenance) -> Composition:
     """The run's ``Composition``, made on first use and kept on ``prov`` (both grounding checks ask it)."""
-    if prov.composition is None:
-        prov.composition = Composition(prov)
-    return prov.composition
+    found = prov.derived.get("composition")
+    if found is None:
+        found = prov.derived["composition"] = Composition(prov)
+    return cast(Composition, found)
 
 
 def _put(table: dict[Any, int], keys: Iterable[Any], position: int) -> None:

@@ -63,7 +63,9 @@ class Field:
 def field_name(path: str, fold: bool = True) -> str:
     """The last key of a field path without list indexes, case-folded unless ``fold`` is False: what a
     spec's field list names."""
-    last = _INDEXES.sub("", path).rsplit(".", 1)[-1]
+    if "[" in path:
+        path = _INDEXES.sub("", path)
+    last = path.rpartition(".")[2]
     return last.casefold() if fold else last
 
 

@@ -5,18 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from luckrate.core.checks import (
-    CHECKS,
-    DECLARED_BY,
-    NEEDS_CLOCK,
-    NEEDS_CONTENT,
-    NEEDS_INPUT,
-    NEEDS_MESSAGES,
-    NEEDS_TURNS,
-    PROVENANCE_CHECKS,
-    TRACED_CHECKS,
+    BOTH,
+    CLOCK,
+    CONTENT,
+    INPUT,
+    MESSAGES,
+    PROVENANCE,
+    REGISTRY,
+    STEPS,
+    TURNS,
+    Check,
 )
 from luckrate.core.frozen import fast_init
 from luckrate.core.provenance import Provenance, trace
@@ -85,18 +87,21 @@ def gradable(traj: Trajectory) -> str | None:
     return None
 
 
-def _skip_reason(check: str, traj: Trajectory) -> str | None:
-    if check in NEEDS_CONTENT and not traj.content:
-        return "no content captured"
-    if check in NEEDS_INPUT and not any(text.strip() for text in traj.inputs):
-        return "no user input recorded"
-    if check in NEEDS_CLOCK and not traj.has_clock:
-        return "no clock"
-    if check in NEEDS_MESSAGES and not traj.messages:
-        return "no messages recorded"
-    if check in NEEDS_TURNS and not traj.model_turns:
-        return "no model turns recorded"
-    return None
+_LACKS: tuple[tuple[str, str, Callable[[Trajectory], bool]], ...] = (
+    (CONTENT, "no content captured", lambda traj: not traj.content),
+    (INPUT, "no user input recorded", lambda traj: not any(text.strip() for text in traj.inputs)),
+    (CLOCK, "no clock", lambda traj: not traj.has_clock),
+    (MESSAGES, "no messages recorded", lambda traj: not traj.messages),
+    (TURNS, "no model turns recorded", lambda traj: not traj.model_turns),
+)
+"""What a source may lack, why a check that needs it is skipped, and how to tell; a check needing several is
+skipped for the first it lacks, in this order. Without the user's input, for one, every value the user supplied
+would look ungrounded (or tainted where an untrusted tool echoed it)."""
+
+
+def _lacking(traj: Trajectory) -> list[tuple[str, str]]:
+    """``(need, reason)`` for each thing the run's source lacks (worked out once per run, not once per check)."""
+    return [(need, reason) for need, reason, lacks in _LACKS if lacks(traj)]
 
 
 def traced(traj: Trajectory, spec: Spec) -> Provenance:
@@ -107,47 +112,56 @@ def traced(traj: Trajectory, spec: Spec) -> Provenance:
     return trace(traj, scan=deep, thorough=deep)
 
 
-Plan = tuple[tuple[tuple[str, Any], ...], ...]
-"""Per phase (steps, provenance, both), the enabled ``(name, check)`` pairs."""
+Plan = tuple[tuple[tuple[str, Any, frozenset[str]], ...], ...]
+"""Per phase (steps, provenance, both), the enabled checks as ``(name, check, needs)``."""
 
 
 @functools.lru_cache(maxsize=256)
-def _plan(spec: Spec) -> Plan:
+def _plan(spec: Spec, checks: tuple[Check, ...] = REGISTRY) -> Plan:
     """The checks a spec turns on, per phase: worked out once per spec (by value: a spec is immutable and
-    hashable), not once per run."""
+    hashable) and registry, not once per run."""
 
-    def on(name: str) -> bool:
-        return spec.enabled(name.partition(":")[0]) and DECLARED_BY.get(name, bool)(spec)
+    def on(check: Check) -> bool:
+        declared = check.declared_by or bool
+        return spec.enabled(check.name.partition(":")[0]) and declared(spec)
 
-    return tuple(tuple((n, c) for n, c in checks if on(n)) for checks in (CHECKS, PROVENANCE_CHECKS, TRACED_CHECKS))
+    return tuple(
+        tuple((c.name, c.run, c.needs) for c in checks if c.reads == phase and on(c))
+        for phase in (STEPS, PROVENANCE, BOTH)
+    )
 
 
-def grade(traj: Trajectory, spec: Spec) -> RunGrade:
-    """Run every enabled check; checks the source cannot support are skipped and listed, not failed. A run
-    with nothing observable (``gradable``) runs no check: it comes back ``not_gradable``, with no violation."""
+def grade(traj: Trajectory, spec: Spec, checks: tuple[Check, ...] = REGISTRY) -> RunGrade:
+    """Run every enabled check of ``checks`` (the registry unless given; ``spec`` validated against the same);
+    checks the source cannot support are skipped and listed, not failed. A run with nothing observable
+    (``gradable``) runs no check: it comes back ``not_gradable``, with no violation."""
     reason = gradable(traj)
     if reason is not None:
         return RunGrade(traj.id, traj.case_id, traj.agent, traj.output_ok, (), (), reason)
     violations: list[Violation] = []
     skipped: list[str] = []
 
-    def runnable(name: str) -> bool:
-        reason = _skip_reason(name, traj)
+    lacking = _lacking(traj)
+
+    def runnable(name: str, needs: frozenset[str]) -> bool:
+        if not lacking:  # the common case: the source records everything
+            return True
+        reason = next((why for need, why in lacking if need in needs), None)
         if reason:
             skipped.append(f"{name} ({reason})")
         return reason is None
 
-    plain, provenance, with_prov = _plan(spec)
-    for name, check in plain:
-        if runnable(name):
+    plain, provenance, with_prov = _plan(spec, checks)
+    for name, check, needs in plain:
+        if runnable(name, needs):
             violations.extend(check(traj, spec))
-    wanted = [(name, check) for name, check in provenance if runnable(name)]
-    with_traj = [(name, check) for name, check in with_prov if runnable(name)]
+    wanted = [check for name, check, needs in provenance if runnable(name, needs)]
+    with_traj = [check for name, check, needs in with_prov if runnable(name, needs)]
     if wanted or with_traj:
         args = traced(traj, spec)
-        for _, check in wanted:
+        for check in wanted:
             violations.extend(check(args, spec))
-        for _, check in with_traj:
+        for check in with_traj:
             violations.extend(check(traj, args, spec))
     violations.sort(key=lambda v: v.step if v.step is not None else -1)
     return RunGrade(traj.id, traj.case_id, traj.agent, traj.output_ok, tuple(violations), tuple(skipped))

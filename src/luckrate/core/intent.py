@@ -31,12 +31,16 @@ cues are English.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable
+from typing import cast
+from collections.abc import Iterable, Iterator
 
 from luckrate.core import forms
 from luckrate.core.fields import field_name, record_of
-from luckrate.core.provenance import USER, Argument, Origin, Provenance, is_identifier, tokens, walk
+from luckrate.core.identifiers import is_identifier, tokens, walk
+from luckrate.core.provenance import Argument, Provenance
+from luckrate.core.sources import USER, Origin
 
 WEAK_DIGITS = 4
 WEAK_LENGTH = 2
@@ -79,24 +83,31 @@ class Request:
     pointed at or not by what came before it, so the walk stops at the furthest source asked about."""
 
     def __init__(self, text: str) -> None:
+        self._written = text
         self.text = text.casefold()
         """The user's input, case-folded."""
-        self.names = frozenset(n.casefold() for n in _NAME.findall(text))
-        """Capitalised words of the input (case-folded): the people and things the user named."""
-        self.hosts = frozenset(h for h in map(_host, tokens(text)) if h)
-        """The hosts of the URLs the user wrote."""
         self._pointed: dict[int, bool] = {}
         self._records: dict[int, frozenset[str]] = {}
-        self._references: dict[tuple[int, bool], list[str]] = {}
+        self._references: dict[int, list[tuple[str, bool]]] = {}
         self._calls: dict[int, list[str]] = {}
+
+    @functools.cached_property
+    def names(self) -> frozenset[str]:
+        """Capitalised words of the input (case-folded): the people and things the user named."""
+        return frozenset(n.casefold() for n in _NAME.findall(self._written))
+
+    @functools.cached_property
+    def hosts(self) -> frozenset[str]:
+        """The hosts of the URLs the user wrote."""
+        return frozenset(h for h in map(_host, tokens(self._written)) if h)
 
     @classmethod
     def of(cls, prov: Provenance) -> Request:
         """The user's request in ``prov``'s run (worked out once per run, on first use)."""
-        cached = prov.request
+        cached = prov.derived.get("request")
         if cached is None:
-            cached = prov.request = cls(prov.user_text)
-        return cached
+            cached = prov.derived["request"] = cls(prov.user_text)
+        return cast(Request, cached)
 
     def requested(self, origin: Origin, prov: Provenance) -> bool:
         """The user pointed the agent at ``origin``'s source or record (the module docstring)."""
@@ -115,20 +126,25 @@ class Request:
             self._pointed[position] = False  # while deciding: references only lead to earlier sources anyway
             known = self._pointed[position] = position >= prov.sources.users and (
                 any(
-                    _written(ref, self) or _host(ref) in self.hosts or _followed(ref, position, self, prov)
+                    _written(ref, self) or self._wrote_host(ref) or _followed(ref, position, self, prov)
                     for ref in self.references(position, prov, names=True)
                 )
                 or _searched(position, prov, self)
             )
         return known
 
+    def _wrote_host(self, ref: str) -> bool:
+        """The user wrote a URL or address on ``ref``'s host (a host is a substring of what holds it: the text is
+        tokenised for ``hosts`` only when it holds the host at all)."""
+        host = _host(ref)
+        return host is not None and host in self.text and host in self.hosts
+
     def references(self, position: int, prov: Provenance, names: bool = False) -> list[str]:
         """``references`` of the call that produced source ``position`` (worked out once per source)."""
-        key = (position, names)
-        found = self._references.get(key)
-        if found is None:
-            found = self._references[key] = references(*prov.sources.call(position), names=names)
-        return found
+        found = self._references.get(position)
+        if found is None:  # both kinds from one walk of the call's arguments
+            found = self._references[position] = _references(*prov.sources.call(position))
+        return [text for text, identifier in found if names or identifier]
 
     def call_references(self, step: int, tool: str, prov: Provenance) -> list[str]:
         """``references`` of step ``step``'s call (worked out once per step: its flows share it)."""
@@ -178,20 +194,26 @@ def references(tool: str, args: object, names: bool = False) -> list[str]:
     """The references a call was given, case-folded: identifier-shaped values that name something (with ``names``,
     a name too: a channel, a person, a file name), not search inputs and not dates or times (which select rather
     than name)."""
+    return [text for text, identifier in _references(tool, args) if names or identifier]
+
+
+def _references(tool: str, args: object) -> list[tuple[str, bool]]:
+    """``references(tool, args, names=True)``, each with whether it is identifier-shaped (else a name)."""
     if not args or "search" in tool.casefold():  # a search's every argument selects; none names
         return []
     out = []
     for path, value in walk(args):
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             continue
-        if not is_identifier(value) and not (names and isinstance(value, str) and _is_name(value)):
+        identifier = is_identifier(value)
+        if not identifier and not (isinstance(value, str) and _is_name(value)):
             continue
         text = str(value).casefold()
         if "\n" in text or field_name(path) in QUERY_ARGUMENTS:
             continue
-        if _NUMERIC_DATE.search(text) and not forms.is_strong(text):
+        if text[:1].isdigit() and _NUMERIC_DATE.search(text) and not forms.is_strong(text):
             continue
-        out.append(text)
+        out.append((text, identifier))
     return out
 
 
@@ -204,26 +226,37 @@ def _followed(ref: str, before: int, request: Request, prov: Provenance) -> bool
             return False
         word = re.compile(r"(?<!\w)" + re.escape(ref) + r"(?!\w)")
         return any(
-            word.search(sources.text(p).casefold()) is not None
+            ref in sources.folded(p)  # a substring test in C before the word's pattern
+            and word.search(sources.folded(p)) is not None
             and request.pointed(p, prov)
-            and not instructs([sources.text(p)], (ref,))
+            and not _instructs_folded(sources.folded(p), (ref,))
             for p in range(sources.users, before)
         )
-    keys = [ref]
-    bare = _SCHEME.sub("", ref)  # a link written without its scheme, as pages and mails often do
-    key = forms.url_key(ref)
-    keys.extend(k for k in (bare, key) if k and k not in keys)
-    if "/" in ref.rstrip("/"):  # a path: the file name at its end, as the source would have written it
-        keys.extend(sorted(tokens(ref.rstrip("/").rsplit("/", 1)[1]), key=len, reverse=True)[:1])
-    for k in keys:
-        for position in sources.tokens_of(k):
-            if position >= before:
-                break
-            if instructs([sources.text(position)], (k,)):
+    for k in _spellings(ref):
+        for position in sources.tokens_before(k, before):
+            # Cheapest first: whether the source was pointed at is worked out once per source, the cues are read
+            # around each key, and a pointed record needs the source's fields.
+            pointed = request.pointed(position, prov)
+            if _instructs_folded(sources.folded(position), (k,)):
                 continue
-            if request.pointed(position, prov) or _in_pointed_record(k, position, request, prov):
+            if pointed or _in_pointed_record(k, position, request, prov):
                 return True
     return False
+
+
+def _spellings(ref: str) -> Iterator[str]:
+    """``ref`` as a source may have written it: itself, without its scheme (as pages and mails often write links),
+    its URL key, and for a path the file name at its end; each once, worked out only when the one before was not
+    found."""
+    yield ref
+    seen = {ref}
+    for k in (_SCHEME.sub("", ref), forms.url_key(ref)):
+        if k and k not in seen:
+            seen.add(k)
+            yield k
+    if "/" in ref.rstrip("/"):
+        name = sorted(tokens(ref.rstrip("/").rsplit("/", 1)[1]), key=len, reverse=True)[:1]
+        yield from (k for k in name if k not in seen)
 
 
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.\-]*://")
@@ -323,45 +356,68 @@ instruction leads up to what it asks for, and a value written before an injected
 def instructs(texts: Iterable[str], keys: tuple[str, ...]) -> bool:
     """The text leading up to a value reads as instructions to the agent: ``INSTRUCTION_CUES`` families of
     ``_INSTRUCTION_CUES`` within ``INSTRUCTION_WINDOW`` characters before the value, and in its own words."""
-    for text in texts:
-        folded = text.casefold()
-        for key in keys:
-            at = folded.find(key)
-            while at >= 0:
-                window = folded[max(0, at - INSTRUCTION_WINDOW) : at + len(key)]
-                if _cues(window, INSTRUCTION_CUES) >= INSTRUCTION_CUES:
-                    return True
-                at = folded.find(key, at + len(key))
+    return any(_instructs_folded(text.casefold(), keys) for text in texts)
+
+
+def _instructs_folded(folded: str, keys: tuple[str, ...]) -> bool:
+    """``instructs`` for one text, already case-folded."""
+    for key in keys:
+        at = folded.find(key)
+        while at >= 0:
+            window = folded[max(0, at - INSTRUCTION_WINDOW) : at + len(key)]
+            if _cues(window, INSTRUCTION_CUES) >= INSTRUCTION_CUES:
+                return True
+            at = folded.find(key, at + len(key))
     return False
 
 
-# Words one of which each family's every match holds (case-folded): a substring test in C rules a family out
-# before its pattern runs (most windows show no cue at all).
-_CUE_WORDS = (
+# What each family's every match holds (case-folded), as one or two groups of words: a match holds one word of each
+# group of its family. Substring tests in C rule a family out before its pattern runs (most windows show no cue at all), so
+# each group is as narrow as the pattern allows: "your " alone is in most customer mail, "your task" is not.
+_CUE_WORDS: tuple[tuple[tuple[str, ...], ...], ...] = (
     (
-        "ai",
-        "assistant",
-        "chatbot",
-        "llm",
-        "language model",
-        "gpt",
-        "claude",
-        "gemini",
-        "llama",
-        "qwen",
-        "mistral",
-        "mixtral",
-        "deepseek",
-        "grok",
-        "gemma",
+        (
+            "assistant",
+            "chatbot",
+            "llm",
+            "language model",
+            "gpt",
+            "claude",
+            "gemini",
+            "llama",
+            "qwen",
+            "mistral",
+            "mixtral",
+            "deepseek",
+            "grok",
+            "gemma",
+        ),
     ),
-    ("instruction", "prompt", "directive", "rules", "guidelines"),
-    ("ignore", "disregard", "forget", "override", "bypass"),
-    ("your ", "gave", "given", "assigned"),
-    ("system", "admin", "developer"),
-    ("do not", "don't", "without"),
-    ("important", "urgent", "immediately", "mandatory", "strictly", "!!!"),
+    (("instruction", "prompt", "directive", "rules", "guidelines"),),
+    (("ignore", "disregard", "forget", "override", "bypass"),),
+    (("your task", "your goal", "your objective", "your job", "your assignment", "gave", "given", "assigned"),),
+    (("system", "admin", "developer"), ("message", "instruction", "notice", "override", "mode", "prompt")),
+    (("do not", "don't", "without"), ("tell", "inform", "notify", "mention", "ask")),
+    (("important", "urgent", "immediately", "mandatory", "strictly", "!!!"),),
 )
+_WHOLE_WORDS = ("ai",)
+"""Words of the first family that are common inside other words ("email", "said"): found only as a word of their
+own, as the family's pattern reads them (``\\b``)."""
+
+
+def _has_word(folded: str, word: str) -> bool:
+    """``word`` stands in ``folded`` as a word of its own (``\\b`` on both sides, as ``re`` reads it)."""
+    at = folded.find(word)
+    while at >= 0:
+        end = at + len(word)
+        if (at == 0 or not _is_word_char(folded[at - 1])) and (end == len(folded) or not _is_word_char(folded[end])):
+            return True
+        at = folded.find(word, at + 1)
+    return False
+
+
+def _is_word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"  # re's \w for str patterns
 
 
 def cues(text: str, enough: int = len(_INSTRUCTION_CUES)) -> int:
@@ -371,8 +427,15 @@ def cues(text: str, enough: int = len(_INSTRUCTION_CUES)) -> int:
 
 def _cues(folded: str, enough: int) -> int:
     found = 0
-    for words, cue in zip(_CUE_WORDS, _INSTRUCTION_CUES):
-        if any(map(folded.__contains__, words)) and cue.search(folded):
+    ascii = folded.isascii()  # else re's case-insensitive match also reads a few other letters as these (the ı)
+    contains = folded.__contains__
+    for family, (groups, cue) in enumerate(zip(_CUE_WORDS, _INSTRUCTION_CUES)):
+        if ascii and not any(map(contains, groups[0])):
+            if family != 0 or not any(_has_word(folded, w) for w in _WHOLE_WORDS):
+                continue
+        if ascii and len(groups) > 1 and not any(map(contains, groups[1])):
+            continue
+        if cue.search(folded):
             found += 1
             if found >= enough:
                 break
@@ -387,9 +450,9 @@ def addresses_agent(origin: Origin, arg: Argument, prov: Provenance) -> bool:
     if not origin.prose:
         texts = [f.text for f in prov.sources.record_fields(origin) if f.prose]
         return any(cues(text, INSTRUCTION_CUES) >= INSTRUCTION_CUES for text in texts)
-    texts = _texts(origin, arg.matched, prov)
-    if any(key in text.casefold() for text in texts for key in arg.matched):
-        return instructs(texts, arg.matched)
+    folded = [text.casefold() for text in _texts(origin, arg.matched, prov)]
+    if any(key in text for text in folded for key in arg.matched):
+        return any(_instructs_folded(text, arg.matched) for text in folded)
     # Found in another form ("the 13th of May" for 2024-05-13): the field that holds it, read whole.
     return any(cues(text, INSTRUCTION_CUES) >= INSTRUCTION_CUES for text in prov.sources.texts(origin, arg.matched))
 
@@ -398,7 +461,7 @@ def _texts(origin: Origin, keys: tuple[str, ...], prov: Provenance) -> list[str]
     """The texts to read for cues: a record's field on its own; unstructured text (a page, a file) as a whole, since
     its lines are fields only by layout."""
     if record_of(origin.field) is None and origin.source != USER:
-        return [prov.sources.text(origin.position)]
+        return [prov.sources.folded(origin.position)]
     return prov.sources.texts(origin, keys)
 
 

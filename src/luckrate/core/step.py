@@ -85,6 +85,10 @@ class Trajectory:
     """Beside ``steps``, one entry per step: the model turn (one model response) that issued it, so
     steps sharing a number were issued in parallel; None where that step's turn is unknown. Empty
     when the source does not record turns (``max_parallel`` is then skipped)."""
+    agents: tuple[str, ...] = ()
+    """Every agent the source recorded running in the run, in the order they started, those that made no
+    step too (an agent handed the run only to write the answer); empty when the source records none beyond
+    ``agent`` and the steps' ``agent``."""
 
     def __post_init__(self) -> None:
         if self.model_turns and len(self.model_turns) != len(self.steps):

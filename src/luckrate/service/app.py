@@ -16,7 +16,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from luckrate.core.spec import InvalidSpec, Spec, load_specs
+from luckrate.core.spec import InvalidSpec, Spec
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.assemble.assembler import SpanBudget
 from luckrate.service.assemble.intake import Intake, IntakeOptions
 from luckrate.service.assemble.wal import LogUnusable, WalOptions, WriteAheadLog

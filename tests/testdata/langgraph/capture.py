@@ -23,10 +23,10 @@ sys.path.insert(0, str(ROOT))
 
 from langchain_core.messages import messages_to_dict  # noqa: E402
 
+from tests.builders import otlp_json  # noqa: E402
 from tests.frameworks.langgraph_agent import (  # noqa: E402
     AGENT_NAME,
     PARALLEL_FAILING,
-    otlp_json,
     run_scenario,
     spans_for,
 )
@@ -48,7 +48,7 @@ def main() -> None:
         for kind in ("openinference", "traceloop"):
             request = spans_for(scenario, kind)
             (OUT / f"{scenario.name}.{kind}.otlp").write_bytes(request)
-            (OUT / f"{scenario.name}.{kind}.otlp.json").write_text(otlp_json(request) + "\n")
+            (OUT / f"{scenario.name}.{kind}.otlp.json").write_bytes(otlp_json(request, pretty=True) + b"\n")
         print(f"{scenario.name}: messages, openinference and traceloop spans")
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from tests.frameworks.langgraph_agent import otlp_json  # noqa: E402
+from tests.builders import otlp_json  # noqa: E402
 from tests.frameworks.openai_agents import FAILING, spans_for  # noqa: E402
 from tests.scenarios import BY_NAME, SCENARIOS  # noqa: E402
 
@@ -32,9 +32,9 @@ def main() -> None:
     for scenario in SCENARIOS:
         request = spans_for(scenario)
         (OUT / f"{scenario.name}.{SRC}.otlp").write_bytes(request)
-        (OUT / f"{scenario.name}.{SRC}.otlp.json").write_text(otlp_json(request) + "\n")
+        (OUT / f"{scenario.name}.{SRC}.otlp.json").write_bytes(otlp_json(request, pretty=True) + b"\n")
         (OUT / f"{scenario.name}.{SRC}.nocontent.otlp").write_bytes(spans_for(scenario, capture=False))
-        lines.append(otlp_json(request).replace("\n", ""))
+        lines.append(otlp_json(request, pretty=True).decode().replace("\n", ""))
         print(f"{scenario.name}: content on (protobuf, JSON) and off")
     (OUT / f"scenarios.{SRC}.otlp.jsonl").write_text("\n".join(lines) + "\n")
     (OUT / f"failing.{SRC}.otlp").write_bytes(spans_for(FAILING))

@@ -9,11 +9,11 @@ from typing import Any
 
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp.conventions import CONVENTIONS, classify, input_messages, output_messages
-from luckrate.adapters.otlp.join import Call, Response, join, requests_from
+from luckrate.adapters.otlp.join import Call, Response, join, named_responses, requests_from
 from luckrate.adapters.otlp.messages import Message, user_texts
 from luckrate.adapters.otlp.output import OutputRule, output_ok
 from luckrate.adapters.otlp.payloads import parse_args, result_text
-from luckrate.adapters.otlp import traceloop
+from luckrate.adapters.otlp import crewai_openinference, traceloop
 from luckrate.adapters.otlp.roles import AgentRole, ChainRole, ModelRole, Role, ToolRole
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.adapters.otlp.tree import Tree
@@ -21,7 +21,7 @@ from luckrate.adapters.otlp.turns import conversation, event_turns, model_turns
 from luckrate.core.step import USER, Step, Trajectory
 from luckrate.core.step import Message as StepMessage
 
-_NAMES = sorted((c.name for c in CONVENTIONS), key=str.lower)
+_NAMES = sorted({c.name for c in CONVENTIONS}, key=str.lower)  # a convention may have two readers
 _KNOWN = ", ".join(_NAMES[:-1]) + " or " + _NAMES[-1] if len(_NAMES) > 1 else _NAMES[0]
 ERROR = 2  # OTLP Status.StatusCode.STATUS_CODE_ERROR; OK (1) and UNSET (0) are both success
 
@@ -88,7 +88,8 @@ class _Assembly:
         calls, captured = self._tool_calls()
         models = [(r, output_messages(r) or [], self.agent_of(r)) for r in self._spans(ModelRole)]
         answers = {r.span_id for r in self._spans(ToolRole) if self._tools[r.span_id].answer}
-        joined = sorted(join(calls, requests_from(models), self._responses()), key=lambda c: c.key)
+        responses, named = self._responses()
+        joined = sorted(join(calls, requests_from(models), responses, named=named), key=lambda c: c.key)
         others = [r for r in self.tree.spans if not isinstance(self.roles[r.span_id], ModelRole)]
         joined = [c for c in joined if c.key[2] not in answers]  # the answer call, and the request it answered
         messages = conversation(
@@ -109,7 +110,17 @@ class _Assembly:
             content=content,
             messages=messages,
             model_turns=model_turns(joined, self._spans(ModelRole)) or event_turns(joined, others),
+            agents=self._agents(),
         )
+
+    def _agents(self) -> tuple[str, ...]:
+        """The named agents that ran, each once, in the order they started; then those a crew lists that ran
+        with no span of their own (a CrewAI coworker delegated to)."""
+        named = sorted(
+            (r.start_ns, r.span_id, name) for r in self._spans(AgentRole) if (name := self._agent_name(r)) is not None
+        )
+        listed = [role for r in self._spans(ChainRole) for role in crewai_openinference.crew_agents(r)]
+        return tuple(dict.fromkeys([*(name for _, _, name in named), *listed]))
 
     def _inputs(self, rec: SpanRecord) -> list[Message] | None:
         """``input_messages(rec)``, parsed once: the responses, the input and the conversation all read it."""
@@ -135,22 +146,26 @@ class _Assembly:
         return rec if isinstance(self.roles[rec.span_id], (ToolRole, AgentRole)) else None
 
     def _outermost(self, rec: SpanRecord) -> SpanRecord:
-        """The tool span whose call an MCP span describes: its nearest enclosing tool span, walked up
-        while that is an MCP span too (a server span under the client span under a framework's tool
-        span are one call). An agent span in between ends the walk: an agent run inside a tool (an
-        agent used as a tool) makes calls of its own. Any other span describes its own call."""
+        """The tool span whose call a span describes again: an MCP span's nearest enclosing tool span, walked
+        up while that is an MCP span too (a server span under the client span under a framework's tool span
+        are one call); and a tool span whose nearest enclosing tool span names the same tool (two
+        instrumentations of one framework each recording the call: OpenInference's AutoGen TOOL span around
+        autogen-core's own ``execute_tool`` span). An agent span in between ends the walk: an agent run
+        inside a tool (an agent used as a tool) makes calls of its own. Any other span describes its own call."""
         node = rec
-        while self._tools[node.span_id].mcp:
+        while True:
             up = self.tree.nearest(node, self._tool_or_agent, self._tool_memo)
             if up is None or not isinstance(self.roles[up.span_id], ToolRole):
+                break
+            if not self._tools[node.span_id].mcp and self._tools[up.span_id].name != self._tools[node.span_id].name:
                 break
             node = up
         return node
 
     def _tool_calls(self) -> tuple[list[Call], bool]:
-        """One call per tool span, the MCP spans of a call merged into the span they describe (its identity,
-        their content where it recorded none, a failure from any). The tool's name is the first any of
-        them names: the MCP SDK's client span names none in an attribute, its server span does."""
+        """One call per tool span, the spans that describe it again (``_outermost``) merged into it (its
+        identity, their content and call id where it recorded none, a failure from any). The tool's name is the
+        first any of them names: the MCP SDK's client span names none in an attribute, its server span does."""
         groups: dict[bytes, list[SpanRecord]] = {}
         for rec in self._spans(ToolRole):
             groups.setdefault(self._outermost(rec).span_id, []).append(rec)
@@ -216,16 +231,21 @@ class _Assembly:
             call_id=call.call_id,
         )
 
-    def _responses(self) -> dict[str, Response]:
+    def _responses(self) -> tuple[dict[str, Response], dict[str, list[Response]]]:
         """Tool results the models were sent, by call id (for calls with no tool span): the first model
-        call (in start order) whose input holds one is where the result came back."""
+        call (in start order) whose input holds one is where the result came back. Beside them, the results
+        a framework's text gives with their tool and no id (``join.named_responses``)."""
         out: dict[str, Response] = {}
-        for rec in sorted(self._spans(ModelRole), key=lambda r: (r.start_ns, r.end_ns, r.span_id)):
-            for message in self._inputs(rec) or ():
+        inputs = [
+            (rec, self._inputs(rec))
+            for rec in sorted(self._spans(ModelRole), key=lambda r: (r.start_ns, r.end_ns, r.span_id))
+        ]
+        for rec, messages in inputs:
+            for message in messages or ():
                 for call_id, result in message.responses:
                     if call_id and call_id not in out:
                         out[call_id] = Response(result, call_id in message.failed, rec.start_ns)
-        return out
+        return out, named_responses(inputs)
 
     def _root_agent(self) -> str | None:
         named = [r for r in self._spans(AgentRole) if self._agent_name(r)]
@@ -273,9 +293,9 @@ def _failure(rec: SpanRecord) -> str | None:
 
 
 def _merge(outer: Call, mcp: Call) -> Call:
-    """One step for a tool span and an MCP span of the same call (the client span under a framework's tool
-    span, the server span under the client span): the outer span's identity, the MCP span's content where
-    the outer recorded none, a failure from either."""
+    """One step for two spans of the same call (an MCP client span under a framework's tool span, the server
+    span under the client span; a second instrumentation's span of the same tool): the outer span's identity,
+    the inner span's content and call id where the outer recorded none, a failure from either."""
     from dataclasses import replace
 
     if not outer.args_captured and mcp.args_captured:

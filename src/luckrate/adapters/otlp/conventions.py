@@ -27,6 +27,7 @@ from luckrate.adapters.otlp import (
     spans,
     strands,
     traceloop,
+    traceloop_ai_sdk,
     unmarked,
     vercel_ai,
 )
@@ -95,6 +96,8 @@ CONVENTIONS: tuple[Convention, ...] = (
         tuple(strands.KEYS),
     ),
     Convention("Mastra", mastra.classify, mastra.messages, mastra.KEYS, (mastra.TYPE,)),  # before GenAI: chat spans
+    # Before GenAI: the AI SDK's tool spans as Traceloop's Node SDK rewrites them carry GenAI keys, result quoted.
+    Convention("Vercel AI SDK", traceloop_ai_sdk.classify, markers=traceloop_ai_sdk.MARKERS),
     Convention("GenAI", genai.classify),
     Convention("Traceloop", traceloop.classify),
     Convention("Vercel AI SDK", vercel_ai.classify, vercel_ai.messages, vercel_ai.KEYS, ("ai.operationId",)),

@@ -7,6 +7,9 @@
   agent was asked to do, the request a crew takes. It is read as the user's message (luckrate's CrewAI
   events reader takes the same). With content hidden it is ``__REDACTED__``.
 - Tool spans (``<tool>.run``, TOOL) are OpenInference's.
+- A coworker an agent delegates to (``Delegate work to coworker(task, context, coworker)``) runs inside that
+  tool span with no AGENT span of its own; the crew's kickoff span lists every agent in ``crew_agents``
+  (JSON, recorded with inputs hidden too), each with its ``role``: the run's agents (``crew_agents``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from luckrate.adapters.otlp.payloads import captured, load_text
 from luckrate.adapters.otlp.roles import AgentRole, Role
 from luckrate.adapters.otlp.spans import SpanRecord
 
-KEYS = frozenset({"crew_key", "graph.node.id"})
+KEYS = frozenset({"crew_key", "graph.node.id", "crew_agents"})
+MAX_AGENTS = 1000
 MARKERS = ("crew_key",)
 _SUFFIX = "._execute_core"
 
@@ -42,3 +46,13 @@ def messages(rec: SpanRecord, direction: str) -> list[Message] | None:
     value = load_text(raw)
     description = value.get("description") if isinstance(value, dict) else None
     return [Message("user", (description,))] if isinstance(description, str) and description.strip() else None
+
+
+def crew_agents(rec: SpanRecord) -> list[str]:
+    """The roles of the crew's agents listed on a kickoff span's ``crew_agents``; empty for any other span."""
+    raw = rec.get("crew_agents")
+    if not isinstance(raw, str) or '"role"' not in raw:
+        return []
+    value = load_text(raw)
+    agents = value[:MAX_AGENTS] if isinstance(value, list) else []
+    return [a["role"] for a in agents if isinstance(a, dict) and isinstance(a.get("role"), str) and a["role"]]

@@ -7,15 +7,19 @@ name made before the tool started). A join fills in the call id; where the tool 
 arguments or only a bare value, the model's arguments; where it recorded no result, the result the model
 was sent. A requested call that no tool span answers is still a step when its result came back to the
 model: the caller ran it, the trace just has no span for the execution (a hand-written tool loop).
+Results a framework's text gives with their tool but no call id (frames.py) go to that tool's unanswered
+calls in order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from luckrate.adapters.otlp.messages import Message
+from luckrate.adapters.otlp import frames
+from luckrate.adapters.otlp.conventions import ANSWER_TOOLS
+from luckrate.adapters.otlp.messages import Message, numbered
 from luckrate.adapters.otlp.payloads import args_match, parse_args, result_text
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.core.frozen import fast_init
@@ -59,11 +63,13 @@ class _Request:
 def requests_from(models: Sequence[tuple[SpanRecord, list[Message], str | None]]) -> list[_Request]:
     """The calls the model spans asked for, in the order the models finished."""
     out = []
+    seen: dict[str, int] = {}
     for rec, messages, agent in sorted(models, key=lambda m: (m[0].end_ns, m[0].start_ns, m[0].span_id)):
         calls = [c for m in messages for c in m.calls]
         for i, call in enumerate(calls):
             args, parsed = parse_args(call.args)
-            out.append(_Request(rec, i, call.name, args, parsed, call.args is not None, call.call_id, agent))
+            call_id = numbered(call.call_id, seen) if call.call_id else None  # as messages.distinct_ids does
+            out.append(_Request(rec, i, call.name, args, parsed, call.args is not None, call_id, agent))
     return out
 
 
@@ -79,7 +85,31 @@ class Response:
     """Start of the first model call whose input holds it: the tool ran before then."""
 
 
-def join(calls: list[Call], requests: list[_Request], responses: dict[str, Response]) -> list[Call]:
+def named_responses(inputs: Iterable[tuple[SpanRecord, list[Message] | None]]) -> dict[str, list[Response]]:
+    """Results a framework's text gives with their tool and no call id (``Message.named``), per tool in the
+    order they were given, from the model inputs in start order: each input resends the history, so the
+    ``j``-th result of a tool in one input is the ``j``-th of every later one, counted once (where first
+    sent)."""
+    out: dict[str, list[Response]] = {}
+    for rec, messages in inputs:
+        seen: dict[str, int] = {}
+        for message in messages or ():
+            for tool, result, failed in message.named:
+                j = seen.get(tool, 0)
+                seen[tool] = j + 1
+                listed = out.setdefault(tool, [])
+                if j >= len(listed):
+                    listed.append(Response(result, failed, rec.start_ns))
+    return out
+
+
+def join(
+    calls: list[Call],
+    requests: list[_Request],
+    responses: dict[str, Response],
+    answer_tools: frozenset[str] = ANSWER_TOOLS,
+    named: dict[str, list[Response]] | None = None,
+) -> list[Call]:
     """Calls with ids and arguments completed from their requests, plus the requests no tool span
     answers whose result came back (a ``tool`` message with the call id in a later model input): the
     model asked and the caller ran it, the trace just has no span for the execution. Such a step runs
@@ -88,13 +118,32 @@ def join(calls: list[Call], requests: list[_Request], responses: dict[str, Respo
     tool may never have run). Where no model input holds a result by call id (content off, a convention
     that sends results without ids such as smolagents' observations, a trace that ends at the request)
     nothing can show a result came back, and a request without a call id cannot be matched to one: both
-    stay steps."""
+    stay steps. A result that is a framework's own report of the tool raising (``frames.reports_failure``)
+    fails its step. A request for a framework's answer tool (``conventions.ANSWER_TOOLS``) that no tool span
+    answers is the agent speaking to the user, never a step."""
+    joined = _join(calls, requests, responses, answer_tools, named)
+    return [
+        replace(c, error=c.result) if c.error is None and frames.reports_failure(c.tool, c.result) else c
+        for c in joined
+    ]
+
+
+def _join(
+    calls: list[Call],
+    requests: list[_Request],
+    responses: dict[str, Response],
+    answer_tools: frozenset[str],
+    named: dict[str, list[Response]] | None,
+) -> list[Call]:
     index = _Index(requests)
-    joined = [_join_one(c, index, responses) for c in sorted(calls, key=lambda c: c.key)]
-    for req in requests:
-        if req.taken:
-            continue
+    by_tool = _ByTool(named or {})
+    joined = [_join_one(c, index, responses, by_tool) for c in sorted(calls, key=lambda c: c.key)]
+    for req in sorted((r for r in requests if not r.taken), key=lambda r: (r.model.end_ns, r.position)):
+        if req.tool in answer_tools:
+            continue  # a framework's answer to the user (smolagents' final_answer), no action
         response = responses.get(req.call_id) if req.call_id else None
+        if response is None:
+            response = by_tool.take(req.tool, req.model.end_ns)
         if response is None and req.call_id and responses:
             continue
         result, reported = result_text(response.result) if response is not None else (None, False)
@@ -120,6 +169,22 @@ def join(calls: list[Call], requests: list[_Request], responses: dict[str, Respo
     return joined
 
 
+class _ByTool:
+    """Named results (``named_responses``) not yet given to a call, taken in order per tool."""
+
+    def __init__(self, named: dict[str, list[Response]]):
+        self.left = {tool: list(found) for tool, found in named.items()}
+
+    def take(self, tool: str, after_ns: int) -> Response | None:
+        """The earliest result of ``tool`` sent no earlier than ``after_ns`` (the end of the model call that
+        asked for it), removed; None when there is none."""
+        found = self.left.get(tool)
+        for i, response in enumerate(found or ()):
+            if response.at_ns >= after_ns:
+                return found.pop(i)  # type: ignore[union-attr]
+        return None
+
+
 class _Index:
     """Open requests by call id and by tool name (in request order), so joining stays near-linear."""
 
@@ -136,7 +201,7 @@ class _Index:
         self.by_name[req.tool].remove(req)
 
 
-def _join_one(call: Call, index: _Index, responses: dict[str, Response]) -> Call:
+def _join_one(call: Call, index: _Index, responses: dict[str, Response], by_tool: _ByTool) -> Call:
     req = _find(call, index)
     if req is None:
         return call
@@ -147,6 +212,8 @@ def _join_one(call: Call, index: _Index, responses: dict[str, Response]) -> Call
     if req.captured and (not call.args_captured or (not call.parsed and req.parsed)):
         call = replace(call, args=req.args, parsed=req.parsed, args_captured=True)
     response = responses.get(req.call_id) if req.call_id else None
+    if response is None:  # taken even when the span recorded its result: it is this call's, no other's
+        response = by_tool.take(req.tool, req.model.end_ns)
     if response is not None and call.result is None:  # a tool span that records no result (MCP SDK's)
         result, reported = result_text(response.result)
         failed = response.failed or reported

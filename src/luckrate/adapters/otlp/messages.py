@@ -12,6 +12,11 @@
   responses).
 
 A tool message's result is marked failed only by the fields a convention defines (``marked_failed``).
+
+A framework's own encoding inside GenAI messages (roles as an enum's text, earlier calls and results repeated
+as text, DSPy's field sections) is read back by frames.py; tool results with no call id answer the calls
+before them by order (``by_order``), and call ids an instrumentation reuses are numbered apart
+(``distinct_ids``).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from luckrate.adapters.otlp import frames
 from luckrate.adapters.otlp.payloads import Requested, captured, load_text
 from luckrate.adapters.otlp.spans import Layout, SpanRecord, layout_fact
 from luckrate.core.frozen import fast_init
@@ -39,6 +45,12 @@ class Message:
     failed: frozenset[str] = frozenset()
     """Call ids of the responses the message marks failed by the convention's own marker (``is_error``/
     ``isError: true``, ``status: "error"``, an ``error`` field), never by the words of the result."""
+    named: tuple[frames.NamedResult, ...] = ()
+    """Results a framework's own text gives with the tool they answer and no call id (frames.py): (tool,
+    result, failed by the framework's own report of the tool raising)."""
+    framed: tuple[str, ...] = ()
+    """The user's words as a framework merged them into text a tool's result could also have written
+    (frames.merged_task): the user's only where the run records them as the user's elsewhere (turns.py)."""
 
 
 def input_messages(rec: SpanRecord) -> list[Message] | None:
@@ -77,39 +89,166 @@ def _from_semconv(raw: Any) -> list[Message]:
         value = [value]
     if not isinstance(value, list):
         return [Message("user", texts=(str(value),))]  # a plain non-JSON string
-    return [m for m in map(_semconv_message, value[:MAX_MESSAGES]) if m is not None]
+    out: list[Message] = []
+    unnamed = False
+    ids: list[str] = []
+    for obj in value[:MAX_MESSAGES]:
+        m = _semconv_message(obj)
+        if m is None:
+            continue
+        out.append(m)
+        for call_id, _ in m.responses:
+            unnamed = unnamed or call_id is None
+        for c in m.calls:
+            if c.call_id:
+                ids.append(c.call_id)
+    if unnamed:
+        out = by_order(out)
+    return distinct_ids(out) if len(ids) != len(set(ids)) else out
+
+
+def distinct_ids(messages: list[Message]) -> list[Message]:
+    """The messages with a call id that comes back for a later call made distinct by order: the ``k``-th call
+    asking with an id already used (and the ``k``-th result naming it) gets ``<id>#<k>``. An instrumentation
+    that makes ids up per message (``<tool>_<n>``) names every first call of a tool the same; without this
+    each later call would be joined to the first one's result. ``join.requests_from`` numbers the model's
+    requests the same way."""
+    ids = [c.call_id for m in messages for c in m.calls if c.call_id]
+    if len(ids) == len(set(ids)):
+        return messages
+    seen_calls: dict[str, int] = {}
+    seen_results: dict[str, int] = {}
+    out = []
+    for m in messages:
+        calls = tuple(Requested(c.name, c.args, numbered(c.call_id, seen_calls)) if c.call_id else c for c in m.calls)
+        renamed = {}
+        responses = []
+        for call_id, result in m.responses:
+            if call_id:
+                renamed[call_id] = new = numbered(call_id, seen_results)
+                call_id = new
+            responses.append((call_id, result))
+        failed = frozenset(renamed.get(i, i) for i in m.failed)
+        out.append(Message(m.role, m.texts, calls, tuple(responses), failed, m.named, m.framed))
+    return out
+
+
+def numbered(call_id: str, seen: dict[str, int]) -> str:
+    """``call_id`` the first time ``seen`` counts it, ``<call_id>#<k>`` the ``k``-th time after."""
+    k = seen.get(call_id, 0)
+    seen[call_id] = k + 1
+    return call_id if k == 0 else f"{call_id}#{k}"
+
+
+def by_order(messages: list[Message]) -> list[Message]:
+    """The messages with each tool result that names no call id given the id of the call it answers by order
+    within the list: the earliest call (with an id) asked for before it that no result has answered yet. A
+    result that names its id answers that call."""
+    for m in messages:
+        if m.responses and any(call_id is None for call_id, _ in m.responses):
+            break
+    else:
+        return messages
+    pending: list[str] = []
+    out = []
+    for m in messages:
+        pending.extend(c.call_id for c in m.calls if c.call_id)
+        if not m.responses:
+            out.append(m)
+            continue
+        responses, failed = [], set(m.failed)
+        for call_id, result in m.responses:
+            if call_id is None and pending:
+                call_id = pending.pop(0)
+            elif call_id in pending:
+                pending.remove(call_id)
+            responses.append((call_id, result))
+        out.append(Message(m.role, m.texts, m.calls, tuple(responses), frozenset(failed), m.named, m.framed))
+    return out
 
 
 def _semconv_message(obj: Any) -> Message | None:
     if not isinstance(obj, dict):
         return None
-    role = str(obj.get("role") or "")
+    raw = obj.get("role")
+    role = raw if raw.__class__ is str and raw in frames.PLAIN_ROLES else frames.role(raw)
     parts = obj.get("parts")
     if not isinstance(parts, list):
-        return _chat_message(obj)  # an OpenAI chat-completions dict instead of parts
+        return _chat_message({**obj, "role": role})  # an OpenAI chat-completions dict instead of parts
     texts: list[str] = []
     calls: list[Requested] = []
     responses: list[tuple[str | None, Any]] = []
     failed: list[str | None] = []
+    named: list[frames.NamedResult] = []
+    framed: list[str] = []
     for part in parts:
         if not isinstance(part, dict):
             continue
         kind = part.get("type")
         if kind == "text" and isinstance(part.get("content"), str):
-            embedded = _embedded_chat_message(part["content"]) if role == "assistant" else None
-            if embedded is not None:
-                calls.extend(embedded.calls)
-                texts.extend(embedded.texts)
+            content = part["content"]
+            if role == "system" or (role != "tool" and not frames.framed(content)):
+                texts.append(content)  # most text: no framework framing to read (one scan)
+                continue
+            if role in _ASKING:
+                embedded = _embedded_chat_message(content)
+                listed = frames.text_calls(content) if embedded is None else None
+                if embedded is not None:
+                    calls.extend(embedded.calls)
+                    texts.extend(embedded.texts)
+                elif listed is not None:
+                    calls.extend(listed)
+                else:
+                    said = frames.reply_fields(content)
+                    texts.append(content if said is None else said)
+                continue
+            observed = frames.observation(content) if role in ("user", "tool") else None
+            if observed is not None:
+                result, task = frames.merged_task(observed[1])
+                responses.append((observed[0], result))
+                framed.extend([task] if task else [])
+            elif role == "tool":
+                responses.append((None, content))
+            elif role == "user":
+                content, failures = frames.failed_calls(content)
+                named.extend(failures)
+                named.extend(frames.trajectory_results(content))
+                texts.append(frames.user_fields(frames.task_text(content)))
             else:
-                texts.append(part["content"])
+                texts.append(content)
         elif kind == "tool_call" and isinstance(part.get("name"), str):
             calls.append(Requested(part["name"], part.get("arguments"), _id(part.get("id"))))
         elif kind == "tool_call_response":
-            result = part["response"] if "response" in part else part.get("result")
+            result = _blocks_result(part["response"] if "response" in part else part.get("result"))
             responses.append((_id(part.get("id")), result))
             if marked_failed(part) or marked_failed(result, envelope=False):
                 failed.append(_id(part.get("id")))
-    return Message(role, tuple(texts), tuple(calls), tuple(responses), _failed(failed))
+    if role == "tool-call" or (role == "user" and calls and not texts):
+        role = "assistant"
+    elif role == "user" and responses and not any(t.strip() for t in texts):
+        role = "tool"  # a framework's tool results framed as user text: not the user's words
+    return Message(role, tuple(texts), tuple(calls), tuple(responses), _failed(failed), tuple(named), tuple(framed))
+
+
+_ASKING = frozenset({"assistant", "ai", "model", "tool-call"})
+"""Roles whose text may hold the calls a framework repeats as text (frames.py)."""
+
+
+_RESULT_BLOCKS = frozenset({"text", "json"})
+
+
+def _blocks_result(result: Any) -> Any:
+    """A tool result given as Bedrock Converse content blocks (``[{"text": ...}]``, ``[{"json": {...}}]``) as
+    what the blocks hold: their texts joined, or a lone JSON block's value, so a result that is nothing but
+    an error object reads as one. Any other result as it is."""
+    if not isinstance(result, list) or not result or len(result) > MAX_MESSAGES:
+        return result
+    if not all(isinstance(b, dict) and len(b) == 1 and next(iter(b)) in _RESULT_BLOCKS for b in result):
+        return result
+    if len(result) == 1 and "json" in result[0]:
+        return result[0]["json"]
+    texts = [b.get("text") for b in result]
+    return "".join(t for t in texts if isinstance(t, str)) if all(isinstance(t, str) for t in texts) else result
 
 
 def marked_failed(value: Any, envelope: bool = True) -> bool:
@@ -155,7 +294,7 @@ def _chat_message(obj: dict[str, Any]) -> Message:
             calls.append(Requested(fn["name"], fn.get("arguments"), _id(tc.get("id"))))
     content = obj.get("content")
     texts = (content,) if isinstance(content, str) and content else ()
-    role = str(obj.get("role") or "")
+    role = frames.role(obj.get("role"))
     call_id = _id(obj.get("tool_call_id") or obj.get("id"))
     responses = ((call_id, content),) if role == "tool" else ()
     marked = role == "tool" and (marked_failed(obj) or marked_failed(content, envelope=False))
@@ -213,7 +352,7 @@ def _flat_call(entry: Any) -> Requested | None:
     if not isinstance(fn, dict):
         fn = tc
     name = fn.get("name")
-    if not isinstance(name, str):
+    if not isinstance(name, str) or not name:  # a call naming no tool is no call (not a step with tool '')
         return None
     return Requested(name, fn.get("arguments"), _id(tc.get("id")))
 
@@ -246,7 +385,7 @@ def _from_event(name: str, attributes: tuple[tuple[str, Any], ...]) -> Message:
     role = {"gen_ai.system.message": "system", "gen_ai.user.message": "user", "gen_ai.tool.message": "tool"}.get(
         name, "assistant"
     )
-    role = str(body.get("role") or role)
+    role = frames.role(body.get("role") or role)
     if isinstance(body.get("content"), list):  # Anthropic content blocks (Traceloop's events)
         return _blocks_message(role, body["content"])
     return _chat_message({**body, "role": role})

@@ -33,9 +33,12 @@ def classify(rec: SpanRecord) -> Role | None:
             args = rec.get("tool_call.function.arguments")  # ag2 puts the call on the TOOL span
         call_id = rec.get("tool.id") or rec.get("tool_call.id")
         return tool_role(rec.get("tool.name") or rec.name, args, rec.get("output.value"), call_id)
-    if kind == "AGENT":
+    if kind == "AGENT":  # no agent.name: the graph node it runs as (AutoGen's ``<agent>.on_messages_stream``)
         name = rec.get("agent.name")
-        return AgentRole(name if isinstance(name, str) and name else rec.name)
+        node = rec.get("graph.node.id")
+        return AgentRole(
+            name if isinstance(name, str) and name else node if isinstance(node, str) and node else rec.name
+        )
     if kind == "LLM":
         return ModelRole()
     if kind == "CHAIN":

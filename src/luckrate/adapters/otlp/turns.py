@@ -24,6 +24,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from luckrate.adapters.otlp import frames
 from luckrate.adapters.otlp.join import Call
 from luckrate.adapters.otlp.messages import Message as ModelMessage
 from luckrate.adapters.otlp.messages import event_message
@@ -66,7 +67,8 @@ def conversation(
     spans, read for GenAI message events only when no model recorded its input; ``agents`` (called only
     then: agent spans with their messages) are read the way model calls are, last: a framework whose model spans hold no
     content may record the run's input and reply on its agent span (Semantic Kernel)."""
-    out = _placed(models, starts)
+    vouched = _Vouched(agents)
+    out = _placed(models, starts, vouched)
     if not out:
         out = _event_messages(others, starts)
     if not out and agents is not None:
@@ -74,24 +76,65 @@ def conversation(
     return tuple(out)
 
 
-def _placed(models: Recorded, starts: Sequence[int]) -> list[Message]:
+class _Vouched:
+    """The user's words the agent spans record as a run's input: what vouches for words a framework merged into
+    a tool's result (``Message.framed``). Read from the agent spans only when such words come up."""
+
+    def __init__(self, agents: Callable[[], Recorded] | None):
+        self._agents = agents
+        self._texts: frozenset[str] | None = None
+
+    def __contains__(self, text: object) -> bool:
+        if self._texts is None:
+            recorded = self._agents() if self._agents is not None else ()
+            self._texts = frozenset(
+                t.strip()
+                for _, inputs, _ in recorded
+                for m in inputs or ()
+                if m.role in ("user", "human")
+                for t in m.texts
+            )
+        return text in self._texts
+
+
+_NOBODY = _Vouched(None)
+
+
+def _placed(models: Recorded, starts: Sequence[int], vouched: _Vouched | frozenset[str] = _NOBODY) -> list[Message]:
     said: list[Spoken] = []
     out: list[Message] = []
     for rec, inputs, outputs in sorted(models, key=lambda m: (m[0].start_ns, m[0].end_ns, m[0].span_id)):
         if inputs is None:
             continue
-        history = _spoken(inputs)
-        if history[: len(said)] != said:
+        history = _spoken(inputs, vouched)
+        if not _extends(history, said):
             continue  # not this conversation: another agent's own context
         at = bisect_left(starts, rec.start_ns)
         for role, text in history[len(said) :]:
-            out.append(Message(role, text, at))
-        said = history
+            if text is not UNSEEN:
+                out.append(Message(role, text, at))
+        said = said + [s for s in history[len(said) :]]
         reply = [s for s in _spoken(outputs or []) if s[0] == AGENT]
         for role, text in reply:
             out.append(Message(role, text, bisect_left(starts, rec.end_ns)))
         said = said + reply
     return out
+
+
+UNSEEN = "\x00unseen"
+"""The text of an agent message a framework resent without its words (DSPy's history for a step whose
+output fields it left ``None``): it matches whatever the agent said there, and is never placed."""
+
+
+def _extends(history: list[Spoken], said: list[Spoken]) -> bool:
+    """Whether a call's conversation continues the one so far: it starts with what was said, message by
+    message, an unseen agent message matching any agent message."""
+    if len(history) < len(said):
+        return False
+    for (role, text), (was_role, was) in zip(history, said):
+        if role != was_role or (text != was and text is not UNSEEN and was is not UNSEEN):
+            return False
+    return True
 
 
 def _answer_text(args: Any) -> str:
@@ -100,9 +143,11 @@ def _answer_text(args: Any) -> str:
     return "\n".join(values)
 
 
-def _spoken(messages: Sequence[ModelMessage]) -> list[Spoken]:
-    out = []
+def _spoken(messages: Sequence[ModelMessage], vouched: _Vouched | frozenset[str] = _NOBODY) -> list[Spoken]:
+    out: list[Spoken] = []
     for m in messages:
+        if m.framed:
+            out.extend((USER, t.strip()) for t in m.framed if t.strip() in vouched)
         text = "\n".join(t for t in m.texts if captured(t))
         if m.role in ("assistant", "ai", "model") and m.calls and all(c.name in ANSWER_TOOLS for c in m.calls):
             # A framework that answers by a tool call: its arguments are the message (the text beside it,
@@ -115,7 +160,7 @@ def _spoken(messages: Sequence[ModelMessage]) -> list[Spoken]:
         elif m.role in ("user", "human"):
             out.append((USER, text))
         elif m.role in ("assistant", "ai", "model") and not m.calls:
-            out.append((AGENT, text))
+            out.append((AGENT, UNSEEN if frames.unsaid(text) else text))
     return out
 
 

@@ -49,7 +49,7 @@ def classify(rec: SpanRecord) -> Role | None:
         return tool_role(
             rec.get("ai.toolCall.name"),
             rec.get("ai.toolCall.args"),
-            _unquoted(rec.get("ai.toolCall.result")),
+            unquoted(rec.get("ai.toolCall.result")),
             rec.get("ai.toolCall.id"),
         )
     if op in _CALLS:
@@ -74,7 +74,7 @@ def messages(rec: SpanRecord, direction: str) -> list[Message] | None:
     return None
 
 
-def _unquoted(raw: Any) -> Any:
+def unquoted(raw: Any) -> Any:
     """``"\\"sent\\""`` -> ``sent``: the SDK JSON-encodes every result, strings included."""
     if isinstance(raw, str) and raw.startswith('"'):
         try:

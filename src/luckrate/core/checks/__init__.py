@@ -1,10 +1,10 @@
 """The checks, one small pure function each, grouped in files by family, registered once in ``REGISTRY``.
 
-Adding a check takes three things: the function, one ``Check`` entry here (its name, default severity,
-the spec keys it reads, what it needs of the source), and one table-driven test. A check with a new spec
-key also needs that key's ``Spec`` field and its validation in ``core/spec.py``; the validator's known
-keys and check names, the severity table and the check table in docs/checks.md all come from ``REGISTRY``
-(tests/core/test_registry.py ties them).
+A check owns everything about itself in its ``Check`` entry: its name, default severity, the spec keys it
+owns and the parser that validates them (core/spec_keys.py), what it reads and what it needs of the source.
+Adding a check takes its family file (the function, and the parser of any key of its own) and one line here;
+the spec loader's known keys and check names, the severity table and the check table in docs/checks.md all
+come from ``REGISTRY`` (tests/core/test_registry.py ties them; docs/layout.md walks through an example).
 
 A check may be registered in parts, ``check:part``, when the parts need different things of the source
 (``before:same`` needs argument values, ``before`` does not): each part is skipped on its own and listed
@@ -13,24 +13,24 @@ under its part name, and all parts report, and take their severity, as ``check``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from luckrate.core.checks import arguments, budget, consent, grounding, ordering, tools
+from luckrate.core.checks import arguments, budget, consent, grounding, ordering, taint, tools
+from luckrate.core.spec import Spec
+from luckrate.core.spec_keys import Keys
 from luckrate.core.violation import Severity, Violation
-
-if TYPE_CHECKING:
-    from luckrate.core.spec import Spec
 
 STEPS, PROVENANCE, BOTH = "steps", "provenance", "both"
 CONTENT, INPUT, CLOCK, MESSAGES, TURNS = "content", "input", "clock", "messages", "turns"
 """What a check may need of the source; ``core/grade.py`` skips it, and says why, where the source lacks it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Check:
-    """One check, everything about it in one place."""
+    """One check, everything about it in one place (compared and hashed by identity: a registry is a tuple of
+    these, and grading looks its plan up by it)."""
 
     name: str
     """The name violations carry; ``check:part`` for a part (it reports, and takes its severity, as ``check``)."""
@@ -46,6 +46,9 @@ class Check:
     """When set, only a spec this accepts turns the check on: other specs neither run it nor list it skipped."""
     needs: frozenset[str] = frozenset()
     """What of the source it needs (``CONTENT``, ``INPUT``, ``CLOCK``, ``MESSAGES``, ``TURNS``)."""
+    parse: Callable[[Keys], Mapping[str, Any]] | None = None
+    """Validates the check's ``keys`` (core/spec_keys.py) and returns what the ``Spec`` holds of them: its fields by
+    name, and any other name in ``Spec.options``. Every problem goes to ``Keys.problem`` with its location."""
 
 
 def _any_from(spec: Spec) -> bool:
@@ -58,13 +61,13 @@ REGISTRY: tuple[Check, ...] = (
     # Phase order: checks reading the steps, then those reading provenance, then those reading both;
     # within a phase, violations at one step come in this order.
     Check("run_error", budget.run_error, HARD),
-    Check("forbidden", tools.forbidden, HARD, keys=("forbidden",)),
-    Check("required", tools.required, HARD, keys=("required",)),
+    Check("forbidden", tools.forbidden, HARD, keys=("forbidden",), parse=tools.parse_forbidden),
+    Check("required", tools.required, HARD, keys=("required",), parse=tools.parse_required),
     Check("unknown_tool", tools.unknown_tool, WARN),
-    Check("before", ordering.before, HARD, keys=("before",)),
-    Check("max_steps", budget.max_steps, SOFT, keys=("max_steps",)),
+    Check("before", ordering.before, HARD, keys=("before",), parse=ordering.parse_before),
+    Check("max_steps", budget.max_steps, SOFT, keys=("max_steps",), parse=budget.parse_max_steps),
     Check("repeat", budget.repeat, SOFT, needs=frozenset({CONTENT})),
-    Check("failing_loop", budget.failing_loop, SOFT, keys=("max_failures",)),
+    Check("failing_loop", budget.failing_loop, SOFT, keys=("max_failures",), parse=budget.parse_max_failures),
     Check(
         "max_duration",
         budget.max_duration,
@@ -72,6 +75,7 @@ REGISTRY: tuple[Check, ...] = (
         keys=("max_duration",),
         declared_by=lambda spec: spec.max_duration is not None,
         needs=frozenset({CLOCK}),
+        parse=budget.parse_max_duration,
     ),
     Check(
         "before:same",
@@ -80,7 +84,14 @@ REGISTRY: tuple[Check, ...] = (
         declared_by=lambda spec: any(o.same for o in spec.orders),
         needs=frozenset({CONTENT}),
     ),
-    Check("terminal", ordering.terminal, HARD, keys=("terminal",), declared_by=lambda spec: bool(spec.terminal)),
+    Check(
+        "terminal",
+        ordering.terminal,
+        HARD,
+        keys=("terminal",),
+        declared_by=lambda spec: bool(spec.terminal),
+        parse=ordering.parse_terminal,
+    ),
     Check(
         "confirm",
         consent.confirm,
@@ -88,6 +99,7 @@ REGISTRY: tuple[Check, ...] = (
         keys=("confirm", "confirm_pattern"),
         declared_by=lambda spec: bool(spec.confirm),
         needs=frozenset({MESSAGES}),
+        parse=consent.parse_confirm,
     ),
     Check(
         "once_per",
@@ -96,6 +108,7 @@ REGISTRY: tuple[Check, ...] = (
         keys=("once_per",),
         declared_by=lambda spec: bool(spec.once_per),
         needs=frozenset({CONTENT}),
+        parse=arguments.parse_once_per,
     ),
     Check(
         "max_parallel",
@@ -104,21 +117,29 @@ REGISTRY: tuple[Check, ...] = (
         keys=("max_parallel",),
         declared_by=lambda spec: spec.max_parallel is not None,
         needs=frozenset({TURNS}),
+        parse=budget.parse_max_parallel,
     ),
     Check(
-        "arg", arguments.arg, HARD, keys=("args",), declared_by=lambda spec: bool(spec.args), needs=frozenset({CONTENT})
+        "arg",
+        arguments.arg,
+        HARD,
+        keys=("args",),
+        declared_by=lambda spec: bool(spec.args),
+        needs=frozenset({CONTENT}),
+        parse=arguments.parse_args,
     ),
     Check("ungrounded", grounding.ungrounded, WARN, reads=PROVENANCE, needs=frozenset({CONTENT, INPUT})),
     Check("composed", grounding.composed, INFO, reads=PROVENANCE, needs=frozenset({CONTENT, INPUT})),
     Check(
         "taint",
-        grounding.taint,
+        taint.taint,
         HARD,
         reads=PROVENANCE,
         keys=("untrusted", "privileged", "trusted_records"),
         needs=frozenset({CONTENT}),
+        parse=taint.parse_taint,
     ),
-    Check("untrusted_flow", grounding.untrusted_flow, INFO, reads=PROVENANCE, needs=frozenset({CONTENT, INPUT})),
+    Check("untrusted_flow", taint.untrusted_flow, INFO, reads=PROVENANCE, needs=frozenset({CONTENT, INPUT})),
     Check("arg:from", arguments.arg_from, None, reads=BOTH, declared_by=_any_from, needs=frozenset({CONTENT, INPUT})),
 )
 """Every check, in the order they run."""
@@ -130,34 +151,3 @@ DEFAULT_SEVERITY: dict[str, Severity] = {c.name: c.severity for c in REGISTRY if
 
 SPEC_KEYS: frozenset[str] = frozenset(k for c in REGISTRY for k in c.keys)
 """The spec keys the checks own; ``core/spec.py`` accepts these, ``tools`` and ``severity``."""
-
-
-def _phase(reads: str) -> tuple[tuple[str, Any], ...]:
-    return tuple((c.name, c.run) for c in REGISTRY if c.reads == reads)
-
-
-def _needing(what: str) -> frozenset[str]:
-    return frozenset(c.name for c in REGISTRY if what in c.needs)
-
-
-CHECKS = _phase(STEPS)
-"""``(name, check)`` of the checks that read the steps themselves."""
-PROVENANCE_CHECKS = _phase(PROVENANCE)
-"""``(name, check)`` of the checks that read where each argument came from (computed once per run)."""
-TRACED_CHECKS = _phase(BOTH)
-"""``(name, check)`` of the checks that read both the steps and the provenance."""
-
-NEEDS_CONTENT = _needing(CONTENT)
-"""Checks that compare argument values: skipped when the source recorded no content."""
-NEEDS_INPUT = _needing(INPUT)
-"""Checks that need the user's input as a source: skipped when the source recorded none, because
-without it every user-supplied value would look ungrounded, or tainted where an untrusted tool echoed it."""
-NEEDS_CLOCK = _needing(CLOCK)
-"""Checks that need real timestamps: skipped when the source has no clock."""
-NEEDS_MESSAGES = _needing(MESSAGES)
-"""Checks that need the conversation's messages placed among the steps: skipped when the source recorded none."""
-NEEDS_TURNS = _needing(TURNS)
-"""Checks that need which model turn issued each call: skipped when the source does not record it."""
-
-DECLARED_BY: dict[str, Callable[[Spec], bool]] = {c.name: c.declared_by for c in REGISTRY if c.declared_by}
-"""Checks that only a spec key turns on: a spec without it neither runs them nor lists them as skipped."""

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from luckrate.core.provenance import Argument
 from luckrate.core.policy import ArgRule, value_key
 from luckrate.core.step import Trajectory
 from luckrate.core.violation import Violation
 
-if TYPE_CHECKING:
-    from luckrate.core.spec import Spec  # annotations only: spec.py imports the check registry
+from luckrate.core.spec import Spec
+from luckrate.core.spec_keys import Keys, suggest
 
 
 def once_per(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
@@ -125,3 +125,82 @@ def _leaves(value: Any) -> int:
     if isinstance(value, (list, tuple)):
         return sum(_leaves(v) for v in value)
     return 1
+
+
+def parse_once_per(keys: Keys) -> dict[str, Any]:
+    out = {}
+    for tool, arg in keys.tool_dict("once_per", "argument name").items():
+        if isinstance(arg, str) and arg:
+            out[tool] = arg
+        else:
+            keys.problem(f"once_per.{tool}", f"must be an argument name (non-empty string), got {arg!r}")
+    return {"once_per": out}
+
+
+_RULE_KEYS = ("in", "min", "max", "match", "from")
+
+
+def parse_args(keys: Keys) -> dict[str, Any]:
+    out: dict[str, dict[str, ArgRule]] = {}
+    for tool, rules in keys.tool_dict("args", "{argument: rule}").items():
+        if not isinstance(rules, Mapping) or not rules:
+            keys.problem(f"args.{tool}", f"must be a non-empty dict of argument name to rule, got {rules!r}")
+            continue
+        for arg, rule in rules.items():
+            parsed = _rule(rule, f"args.{tool}.{arg}", keys)
+            if parsed is not None:
+                out.setdefault(tool, {})[str(arg)] = parsed
+    return {"args": out}
+
+
+def _rule(rule: Any, where: str, keys: Keys) -> ArgRule | None:
+    if not isinstance(rule, Mapping) or not rule:
+        keys.problem(where, f"must be a rule: a dict with any of {', '.join(_RULE_KEYS)}, got {rule!r}")
+        return None
+    before = len(keys.problems)
+    for key in rule:
+        if key not in _RULE_KEYS:
+            keys.problem(f"{where}.{key}", f"unknown rule{suggest(str(key), _RULE_KEYS)}")
+    allowed = None
+    if "in" in rule:
+        values = rule["in"]
+        if isinstance(values, (str, Mapping)) or not isinstance(values, (list, tuple)) or not values:
+            keys.problem(f"{where}.in", f"must be a non-empty list of allowed values, got {values!r}")
+        else:
+            allowed = frozenset(value_key(v) for v in values)
+    low, high = (_bound(rule, k, where, keys) for k in ("min", "max"))
+    if low is not None and high is not None and low > high:
+        keys.problem(where, f"min {low!r} is greater than max {high!r}")
+    match = keys.regex(rule["match"], f"{where}.match") if "match" in rule else None
+    sources = _sources(rule["from"], f"{where}.from", keys) if "from" in rule else None
+    if len(keys.problems) > before:
+        return None
+    return ArgRule(allowed, low, high, match, sources)
+
+
+def _bound(rule: Mapping[str, Any], key: str, where: str, keys: Keys) -> float | None:
+    value = rule.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        keys.problem(f"{where}.{key}", f"must be a number, got {value!r}")
+        return None
+    return value
+
+
+def _sources(value: Any, where: str, keys: Keys) -> frozenset[str]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value:
+        keys.problem(where, f'must be a non-empty list of sources ("user", "tool:NAME"), got {value!r}')
+        return frozenset()
+    out = set()
+    for i, source in enumerate(value):
+        tool = source.removeprefix("tool:") if isinstance(source, str) and source.startswith("tool:") else None
+        if source == "user":
+            out.add(source)
+        elif not tool:
+            keys.problem(f"{where}[{i}]", f'must be "user" or "tool:NAME", got {source!r}')
+        elif keys.vocab and tool not in keys.vocab:
+            keys.problem(f"{where}[{i}]", f"unknown tool {tool!r}{suggest(tool, keys.vocab)}")
+        else:
+            out.add(source)
+    return frozenset(out)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Any
 
 from luckrate.core.step import Step, Trajectory
 from luckrate.core.violation import Violation
 
-if TYPE_CHECKING:
-    from luckrate.core.spec import Spec  # annotations only: spec.py imports the check registry
+from luckrate.core.spec import Spec
+from luckrate.core.spec_keys import Keys
 
 
 def max_steps(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
@@ -116,3 +116,20 @@ def max_parallel(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
                 step.tool,
                 f"{sizes[turn]} tool calls issued in one model turn, at most {spec.max_parallel} allowed",
             )
+
+
+def parse_max_steps(keys: Keys) -> dict[str, Any]:
+    return {"max_steps": keys.number("max_steps", int)}
+
+
+def parse_max_failures(keys: Keys) -> dict[str, Any]:
+    found = keys.number("max_failures", int)
+    return {"max_failures": 3 if found is None else found}
+
+
+def parse_max_duration(keys: Keys) -> dict[str, Any]:
+    return {"max_duration": keys.number("max_duration", float)}
+
+
+def parse_max_parallel(keys: Keys) -> dict[str, Any]:
+    return {"max_parallel": keys.number("max_parallel", int)}

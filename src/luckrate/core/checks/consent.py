@@ -20,14 +20,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
-from luckrate.core.provenance import is_identifier, walk
+from luckrate.core.identifiers import is_identifier, walk
 from luckrate.core.step import USER, Message, Step, Trajectory
 from luckrate.core.violation import Violation
 
-if TYPE_CHECKING:
-    from luckrate.core.spec import Spec  # annotations only: spec.py imports the check registry
+from luckrate.core.policy import DEFAULT_CONFIRM
+from luckrate.core.spec import Spec
+from luckrate.core.spec_keys import Keys
 
 
 @dataclass
@@ -112,3 +113,10 @@ def _key(value: object) -> str:
 
 def _named(folded: str, key: str) -> bool:
     return re.search(r"(?<![\w-])" + re.escape(key) + r"(?![\w-])", folded) is not None
+
+
+def parse_confirm(keys: Keys) -> dict[str, Any]:
+    return {
+        "confirm": frozenset(keys.names("confirm")),
+        "confirm_pattern": keys.regex(keys.get("confirm_pattern", DEFAULT_CONFIRM), "confirm_pattern"),
+    }

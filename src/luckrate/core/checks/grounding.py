@@ -1,54 +1,17 @@
-"""Grounding: ungrounded arguments, and flows from untrusted content (``taint``, ``untrusted_flow``).
-
-A privileged call's value is a *flow* from untrusted content when ``judge`` finds, in this order:
-
-1. the user did not supply it, in any normalised form (core/forms.py);
-2. an untrusted source holds it and no trusted one does: not a trusted tool's result and, for a tool in the
-   list form of ``untrusted``, not a field that is a value on its own (a ``participants`` list, an ``id``, an
-   ``IBAN: ...`` line): only free text of such a result is attacker-written. With field-level ``untrusted``
-   (``{"fetch_mail": ["body"]}``) the named fields are untrusted whatever their shape, ``"*"`` the whole result.
-   A record's own address (its ``sender``) is untrusted when the record's free text speaks to the agent;
-3. the source did not merely echo what its call was given (a confirmation repeating the message sent);
-4. a short value (at most 2 characters, or 4 digits) counts only where free text names it by the argument's own
-   label ("the note with ID 7" for ``note_id``, core/intent.py);
-5. the whole free-text argument is not a field of the source named as it is (a channel whose name holds
-   injected text, passed back to name that channel).
-
-``weigh`` then names its evidence (``EVIDENCE_FOR``, ``EVIDENCE_AGAINST``; core/intent.py works out what the user
-pointed at and which text speaks to the agent). A flow is ``taint`` (hard) when the text it sat in speaks to the
-agent and it is no object of the source itself; every other flow is ``untrusted_flow`` (info): shown, never a bad
-path. Identifiers inside free-text arguments of privileged tools (an address in a message body) are traced too.
-
-The ceiling (docs/provenance.md): a goal with no identifier, an instruction worded as a document's own, an
-attacker who writes a field that looks like a value or a record in the name of a person the user named.
-"""
+"""Grounding: ``ungrounded`` (an argument no earlier source holds) and ``composed`` (one built from what the
+sources hold), and ``--explain``'s view of every traced argument (grounding and taint, core/checks/taint.py)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-import fnmatch
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import Any
 
 from luckrate.core import composition
-from luckrate.core.frozen import fast_init
-from luckrate.core.fields import field_name, record_of
-from luckrate.core.intent import (
-    Request,
-    addresses_agent,
-    is_code,
-    is_destination,
-    is_search,
-    labelled,
-    same_object,
-    weak,
-)
-from luckrate.core.provenance import USER, Argument, Origin, Provenance, source_name
+from luckrate.core.checks.taint import judgements
+from luckrate.core.intent import is_search
+from luckrate.core.provenance import Argument, Provenance
+from luckrate.core.spec import Spec
 from luckrate.core.violation import Violation
-
-if TYPE_CHECKING:
-    from luckrate.core.spec import Spec  # annotations only: spec.py imports the check registry
 
 
 def is_ungrounded(arg: Argument) -> bool:
@@ -68,8 +31,8 @@ def ungrounded(prov: Provenance, spec: Spec) -> Iterator[Violation]:
     framework lists them to the model, in no source the trace records) is known, not invented; a value
     the sources hold in another form or in parts is not invented either (``composed`` reports the
     latter; core/composition.py)."""
-    for arg in prov:
-        if _unwritten(arg, prov) == (False, None):
+    for arg, found in _unwritten_args(prov):
+        if found == (False, None):
             yield Violation(
                 "ungrounded",
                 spec.severity("ungrounded"),
@@ -83,9 +46,8 @@ def composed(prov: Provenance, spec: Spec) -> Iterator[Violation]:
     """An argument no source holds as written, built from what the earlier sources hold: a date from
     its month or day, a sum of two amounts, an address from a name and a domain, a path from its parts
     (core/composition.py). A different fact from an invented value: shown, apart from ``ungrounded``."""
-    for arg in prov:
-        found = _unwritten(arg, prov)
-        how = found[1] if found else None
+    for arg, found in _unwritten_args(prov):
+        how = found[1]
         if how is not None:
             yield Violation(
                 "composed",
@@ -94,6 +56,19 @@ def composed(prov: Provenance, spec: Spec) -> Iterator[Violation]:
                 arg.tool,
                 f"argument {arg.path}={arg.value!r} appears in no earlier source as written; it is {how}",
             )
+
+
+def _unwritten_args(prov: Provenance) -> list[tuple[Argument, tuple[bool, str | None]]]:
+    """Every argument ``_unwritten`` answers for, with its answer: worked out once per run (``ungrounded`` and
+    ``composed`` both read it; in most runs every argument is found and the list is empty)."""
+    cached: list[tuple[Argument, tuple[bool, str | None]]] | None = prov.derived.get("unwritten")
+    if cached is None:
+        cached = prov.derived["unwritten"] = [
+            (arg, found)
+            for arg in prov
+            if not arg.sources and not arg.embedded and (found := _unwritten(arg, prov)) is not None
+        ]
+    return cached
 
 
 def _unwritten(arg: Argument, prov: Provenance) -> tuple[bool, str | None] | None:
@@ -113,221 +88,6 @@ def _grounding(arg: Argument, prov: Provenance) -> dict[str, Any]:
     ``composed``, how the value was composed (None when it was not, or is grounded)."""
     found = _unwritten(arg, prov)
     return {"ungrounded": found == (False, None), "composed": found[1] if found else None}
-
-
-def taint(prov: Provenance, spec: Spec) -> Iterator[Violation]:
-    """A privileged call's value that untrusted content supplied, on strong evidence (the module docstring)."""
-    yield from _flows(prov, spec, TAINT)
-
-
-def untrusted_flow(prov: Provenance, spec: Spec) -> Iterator[Violation]:
-    """A privileged call's value that untrusted content supplied, on weaker evidence: shown for a reviewer."""
-    yield from _flows(prov, spec, UNTRUSTED_FLOW)
-
-
-TAINT, UNTRUSTED_FLOW = "taint", "untrusted_flow"
-
-
-def judgements(prov: Provenance, spec: Spec) -> list[tuple[Argument, Judgement]]:
-    """Every privileged argument of the run, judged in order (once per run: both tiers read the same list)."""
-    cached = prov.judged
-    if cached is not None and cached[0] is spec:
-        return cached[1]
-    out = [(arg, judge(arg, prov, spec)) for arg in prov if arg.tool in spec.privileged]
-    prov.judged = (spec, out)
-    return out
-
-
-def _flows(prov: Provenance, spec: Spec, tier: str) -> Iterator[Violation]:
-    if not spec.taint_declared:
-        return
-    unrecorded = not prov.user_text.strip()
-    for arg, judged in judgements(prov, spec):
-        if judged.tier != tier:
-            continue
-        bad = sorted({o.source for o in judged.origins})
-        what = (
-            f"argument {arg.path} contains {arg.value!r}, which"
-            if arg.embedded
-            else f"argument {arg.path}={arg.value!r}"
-        )
-        note = "; the user's input was not recorded" if unrecorded else ""
-        yield Violation(
-            tier,
-            spec.severity(tier),
-            arg.step,
-            arg.tool,
-            f"{what} came from untrusted {', '.join(bad)}, not from the user ({judged.weighed()}){note}",
-            source=bad[0].removeprefix("tool:"),
-        )
-
-
-@fast_init
-@dataclass(frozen=True)
-class Evidence:
-    """One piece of evidence about a value that reached a privileged call from untrusted content."""
-
-    kind: str
-    """One of ``EVIDENCE_FOR`` or ``EVIDENCE_AGAINST``."""
-    detail: str
-    """Where it was seen: the source, the step, the site or the call."""
-
-    @property
-    def against(self) -> bool:
-        return self.kind in EVIDENCE_AGAINST
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "for": not self.against, "detail": self.detail}
-
-
-EVIDENCE_FOR = frozenset({"addresses_agent", "new", "unrequested_source"})
-EVIDENCE_AGAINST = frozenset({"requested_source", "same_object", "code"})
-"""The kinds of evidence; what each means is docs/provenance.md's table (tests/core/test_taint_evidence.py ties them)."""
-
-
-@fast_init
-@dataclass(frozen=True)
-class Judgement:
-    """Why one argument of a privileged call is or is not a flow from untrusted content, and how strong."""
-
-    tier: str | None
-    """``taint`` on strong evidence, ``untrusted_flow`` on weaker evidence, None when it is no such flow."""
-    reason: str
-    origins: tuple[Origin, ...] = ()
-    """For a flow: the untrusted places it came from."""
-    evidence: tuple[Evidence, ...] = ()
-    """For a flow: the evidence for and against, in that order."""
-
-    @property
-    def tainted(self) -> bool:
-        return self.tier == TAINT
-
-    def weighed(self) -> str:
-        """The evidence in one line: ``for: addresses_agent, new; against: none``."""
-        pro = ", ".join(e.kind for e in self.evidence if not e.against) or "none"
-        con = ", ".join(e.kind for e in self.evidence if e.against) or "none"
-        return f"evidence for: {pro}; against: {con}"
-
-
-def judge(arg: Argument, prov: Provenance, spec: Spec) -> Judgement:
-    """Decide one argument of a privileged call, following the module docstring's order."""
-    if USER in arg.sources:
-        return Judgement(None, "supplied by the user")
-    untrusted = {source_name(tool) for tool in spec.untrusted}
-    if arg.sources.isdisjoint(untrusted):
-        return Judgement(None, "no untrusted source" if arg.sources else "in no source (ungrounded)")
-    origins = [o for o in prov.origins(arg) if not o.echo]
-    if not origins:
-        return Judgement(None, "only echoed back by the calls it was passed to")
-    bad: list[Origin] = []
-    good: list[Origin] = []
-    for o in origins:
-        third_party = _untrusted(o, spec) or _speaks_for_record(o, arg, prov, spec)
-        (bad if third_party and not _trusted_record(o, prov, spec) else good).append(o)
-    if weak(arg.value):  # rule 4: where a short value also sits says nothing; only a labelled mention does
-        bad = [o for o in bad if not o.prose or labelled(arg, [o], prov)]
-        if not bad:
-            return Judgement(None, "too short to trace in free text")
-    elif good:
-        return Judgement(None, f"also in trusted {_where(good[0])}")
-    if not bad:
-        return Judgement(None, "no untrusted source")
-    if arg.embedded and any(prov.sources.copied_whole(o, arg.whole) for o in bad):
-        # A channel or file whose name holds injected text, named as it is: a reference, not the agent
-        # writing the identifier it contains.
-        return Judgement(None, "the whole argument is a name copied from the source, not text written from it")
-    evidence = weigh(arg, bad, prov)
-    strong = _strong(evidence, recorded=bool(prov.user_text.strip()))
-    where = ", ".join(_where(o) for o in bad)
-    return Judgement(TAINT if strong else UNTRUSTED_FLOW, f"only in untrusted {where}", tuple(bad), evidence)
-
-
-def _strong(evidence: tuple[Evidence, ...], recorded: bool) -> bool:
-    """Taint: the text speaks to the agent (and the value is no object of the source itself), or nothing at all
-    speaks against the flow. Without the user's input (``recorded`` False) nothing can be weighed against what
-    the user asked, so only text that speaks to the agent counts."""
-    kinds = {e.kind for e in evidence}
-    if "addresses_agent" in kinds and "same_object" not in kinds:
-        return True
-    return UNOPPOSED and recorded and not any(e.against for e in evidence)
-
-
-UNOPPOSED = False
-"""Off: a flow nothing speaks against (not from a source the user pointed at, no object of its source, no code) is
-not taint unless its text speaks to the agent. Measured (benchmarks/detection.py --loso, the table of ways to
-taint): every fold would choose it, but its precision on the delegated-task suite fell more than 0.1 below its
-precision on the others, the mark of a rule fitted to where it was chosen; and it stands on recognising every way a
-user points at a source, which new tools defeat first. Kept only for that measurement."""
-
-
-def weigh(arg: Argument, origins: list[Origin], prov: Provenance) -> tuple[Evidence, ...]:
-    """The evidence for and against a value that only untrusted content supplied (the module docstring)."""
-    request = Request.of(prov)
-    pro: list[Evidence] = []
-    con: list[Evidence] = []
-    speaking = next((o for o in origins if addresses_agent(o, arg, prov)), None)
-    if speaking is not None:
-        pro.append(Evidence("addresses_agent", f"in {_where(speaking)}"))
-    pro.append(Evidence("new", "in no source the user or a trusted tool supplied"))
-    requested = [o for o in origins if request.requested(o, prov)]
-    unrequested = [o for o in origins if o not in requested]
-    if unrequested:
-        pro.append(Evidence("unrequested_source", f"{_where(unrequested[0])}"))
-    if requested:
-        con.append(Evidence("requested_source", f"{_where(requested[0])}"))
-    call = request.call_references(arg.step, arg.tool, prov)
-    same = next((why for o in origins if (why := same_object(arg, o, prov, call))), None)
-    if same:
-        con.append(Evidence("same_object", same))
-    if is_code(arg.value):
-        con.append(Evidence("code", f"{arg.value!r} is a short number, as a platform sends to confirm an action"))
-    return (*pro, *con)
-
-
-def _trusted_record(origin: Origin, prov: Provenance, spec: Spec) -> bool:
-    """The record holding ``origin`` is one the spec trusts (``trusted_records``): a value field of it matches."""
-    rules = spec.trusted_records.get(origin.source.removeprefix("tool:"))
-    if not rules or record_of(origin.field) is None:
-        return False
-    for f in prov.sources.record_fields(origin):
-        patterns = () if f.prose else rules.get(f.name, ())
-        if any(fnmatch.fnmatchcase(f.text.casefold(), p) for p in patterns):
-            return True
-    return False
-
-
-def _speaks_for_record(origin: Origin, arg: Argument, prov: Provenance, spec: Spec) -> bool:
-    """A value field (a sender, a reply-to) of a record of a tool-level untrusted tool whose free text speaks to the
-    agent: whoever wrote that text also filled the field (the sender of an injected message)."""
-    tool = origin.source.removeprefix("tool:")
-    if origin.prose or tool not in spec.untrusted or tool in spec.untrusted_fields or not origin.field:
-        return False
-    record = record_of(origin.field)
-    own = origin.field[len(record) :] if record else ""
-    # The record's own address (a sender, a reply-to): a scalar field, not an item of a list such as its
-    # participants, and an address rather than an id.
-    if not record or "[" in own or not is_destination(arg.value):
-        return False
-    return addresses_agent(origin, arg, prov)
-
-
-def _untrusted(origin: Origin, spec: Spec) -> bool:
-    tool = origin.source.removeprefix("tool:")
-    if origin.source == USER or tool not in spec.untrusted:
-        return False
-    named = spec.untrusted_fields.get(tool)
-    if named is None:
-        return origin.prose
-    if "*" in named or origin.field is None:
-        return True
-    return field_name(origin.field) in named
-
-
-def _where(origin: Origin) -> str:
-    kind = "text" if origin.prose else "value"
-    field = f" {origin.field}" if origin.field else ""
-    step = f" (step {origin.step})" if origin.step is not None else ""
-    return f"{origin.source}{step}{field} [{kind}]" if origin.source != USER else USER
 
 
 def explain(prov: Provenance, spec: Spec) -> list[dict[str, Any]]:

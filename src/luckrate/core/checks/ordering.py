@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from luckrate.core.policy import Order, value_key
 from luckrate.core.step import Step, Trajectory
 from luckrate.core.violation import Violation
 
-if TYPE_CHECKING:
-    from luckrate.core.spec import Spec  # annotations only: spec.py imports the check registry
+from luckrate.core.spec import Spec
+from luckrate.core.spec_keys import Keys, suggest
 
 
 def before(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
@@ -111,3 +111,62 @@ def terminal(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
             )
         elif step.tool in spec.terminal and not step.failed:
             ended = step
+
+
+def parse_before(keys: Keys) -> dict[str, Any]:
+    """``before``: ``(earlier, later)`` pairs, and the dict form (``first``, ``then``, ``same``) beside them."""
+    value = keys.get("before", ())
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        keys.problem("before", f"must be a list of (earlier, later) pairs, got {type(value).__name__}")
+        return {"before": (), "orders": ()}
+    pairs, orders = [], []
+    for i, entry in enumerate(value):
+        if isinstance(entry, Mapping):
+            order = _parse_order(entry, f"before[{i}]", keys)
+            if order is not None:
+                orders.append(order)
+        elif isinstance(entry, str) or not isinstance(entry, (list, tuple)) or len(entry) != 2:
+            keys.problem(f"before[{i}]", f"must be a pair (earlier_tool, later_tool), got {entry!r}")
+        else:
+            found = keys.names(f"before[{i}]", list(entry))
+            if len(found) == 2:
+                pairs.append((found[0], found[1]))
+    return {"before": tuple(pairs), "orders": tuple(orders)}
+
+
+_ORDER_KEYS = ("first", "then", "same")
+
+
+def _parse_order(entry: Mapping[str, Any], where: str, keys: Keys) -> Order | None:
+    for key in entry:
+        if key not in _ORDER_KEYS:
+            keys.problem(f"{where}.{key}", f"unknown key{suggest(str(key), _ORDER_KEYS)}")
+    first = _one_or_many(entry.get("first"), f"{where}.first", keys)
+    then = _one_or_many(entry.get("then"), f"{where}.then", keys)
+    same = _same(entry.get("same"), f"{where}.same", keys)
+    return Order(frozenset(first), frozenset(then), same) if first and then else None
+
+
+def _one_or_many(value: Any, where: str, keys: Keys) -> list[str]:
+    if value is None:
+        keys.problem(where, "missing: a tool name or a list of tool names")
+        return []
+    found = keys.names(where, [value] if isinstance(value, str) else value)
+    if not found and isinstance(value, (list, tuple)) and not value:
+        keys.problem(where, "must name at least one tool")
+    return found
+
+
+def _same(value: Any, where: str, keys: Keys) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and value:
+        return value, value
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, str) and v for v in value):
+        return value[0], value[1]
+    keys.problem(where, f"must be an argument name or [argument in then call, argument in first call], got {value!r}")
+    return None
+
+
+def parse_terminal(keys: Keys) -> dict[str, Any]:
+    return {"terminal": frozenset(keys.names("terminal"))}

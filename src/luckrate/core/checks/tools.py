@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 from luckrate.core.step import Step, Trajectory
 from luckrate.core.violation import Violation
-
-if TYPE_CHECKING:
-    from luckrate.core.spec import Spec  # annotations only: spec.py imports the check registry
+from luckrate.core.spec import Spec
+from luckrate.core.spec_keys import Keys
 
 
 def forbidden(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
@@ -33,9 +32,16 @@ def unknown_tool(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
     if not spec.tools:
         return  # no vocabulary declared: nothing is unknown
     known = set(spec.tools)
+    if known.issuperset([step.tool for step in traj.steps]):
+        return  # the common case: who takes over from whom is worked out only when a tool is unknown
     following = _next_agents(traj.steps)
     for step, taker in zip(traj.steps, following):
-        if step.tool not in known and not hands_off(step, taker):
+        if step.tool in known:
+            continue
+        # No later step by another agent: the run may have gone to an agent that only answered, which the
+        # source recorded running (``traj.agents``) though it made no step.
+        takers = [taker] if taker is not None else [a for a in traj.agents if a != step.agent]
+        if not any(hands_off(step, t) for t in takers):
             yield Violation(
                 "unknown_tool",
                 spec.severity("unknown_tool"),
@@ -75,3 +81,11 @@ def hands_off(step: Step, taker: str | None) -> bool:
     if _NON_WORD.sub("_", step.tool.casefold()).strip("_").endswith(name):
         return True
     return any(isinstance(v, str) and _NON_WORD.sub("_", v.casefold()).strip("_") == name for v in step.args.values())
+
+
+def parse_required(keys: Keys) -> dict[str, Any]:
+    return {"required": frozenset(keys.names("required"))}
+
+
+def parse_forbidden(keys: Keys) -> dict[str, Any]:
+    return {"forbidden": frozenset(keys.names("forbidden"))}

@@ -19,7 +19,7 @@ from luckrate.adapters.otlp import logs_request_from_protobuf, request_from_prot
 from luckrate.adapters.otlp.compaction import records_at
 from luckrate.adapters.otlp.conventions import interning
 from luckrate.adapters.otlp.logs import events_at
-from luckrate.core.spec import load_specs
+from luckrate.core.spec_loader import load_specs
 from luckrate.service.config import ServiceConfig
 from luckrate.service.grade.tally import REPORT_EVERY, Report, Tally
 from luckrate.service.grade.verdict_log import HeldLines
