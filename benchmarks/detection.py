@@ -408,8 +408,8 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 KNOBS = {
-    "intent.INSTRUCTION_CUES": (1, 2, 3),
-    "intent.INSTRUCTION_WINDOW": (150, 300, 600, 1000),
+    "instructions.INSTRUCTION_CUES": (1, 2, 3),
+    "instructions.INSTRUCTION_WINDOW": (150, 300, 600, 1000),
 }
 """The tunable parts of taint's evidence and the candidates ``--loso`` chooses among: how many cue families make
 text speak to the agent, and how far before a value they are read. (The evidence against a flow, what the user
@@ -417,10 +417,10 @@ pointed at, an object of the source, a code, explains a weaker flow and decides 
 
 
 def _module(name: str) -> Any:
-    from luckrate.core import intent, provenance
+    from luckrate.core import instructions
     from luckrate.core.checks import taint
 
-    return {"intent": intent, "provenance": provenance, "taint": taint}[name.split(".")[0]]
+    return {"instructions": instructions, "taint": taint}[name.split(".")[0]]
 
 
 def _set(name: str, value: Any) -> None:

@@ -1,4 +1,4 @@
-"""Does untrusted text read as instructions to the agent? The cue families of ``core/intent.py``
+"""Does untrusted text read as instructions to the agent? The cue families of ``core/instructions.py``
 (``_INSTRUCTION_CUES``), measured on the detection set's texts, leaving one attack class out.
 
     .venv/bin/python benchmarks/instructions.py
@@ -24,7 +24,7 @@ import detection  # noqa: E402
 import detection_traces as dt  # noqa: E402
 
 from luckrate.adapters.otlp import read_otlp_json  # noqa: E402
-from luckrate.core import intent  # noqa: E402
+from luckrate.core import instructions  # noqa: E402
 from luckrate.core.fields import fields  # noqa: E402
 
 BENIGN_COST = 5
@@ -52,7 +52,7 @@ def _whole(found: set[str]) -> set[str]:
 
 
 def families(text: str) -> int:
-    return intent.cues(text)
+    return instructions.cues(text)
 
 
 def main() -> int:
@@ -70,10 +70,10 @@ def main() -> int:
         def value(t: int) -> float:
             return sum(n >= t for n in train) / len(train) - BENIGN_COST * sum(n >= t for n in b) / len(b)  # noqa: B023
 
-        t = max(range(1, len(intent._INSTRUCTION_CUES) + 1), key=lambda t: (value(t), t))
+        t = max(range(1, len(instructions._INSTRUCTION_CUES) + 1), key=lambda t: (value(t), t))
         caught = sum(n >= t for n in scored[held])
         print(f"{held:24} {t:>6} {caught:>9}/{len(scored[held]):<6} {sum(n >= t for n in b):>8}/{len(b)}")
-    t = intent.INSTRUCTION_CUES
+    t = instructions.INSTRUCTION_CUES
     print(
         f"\nshipped threshold {t}: benign flagged {sum(n >= t for n in b)}/{len(b)}; caught per class: "
         + ", ".join(f"{a} {sum(n >= t for n in s)}/{len(s)}" for a, s in sorted(scored.items()))

@@ -217,7 +217,7 @@ def test_convention_modules_form_no_cycle():
     for convention in CONVENTIONS:
         module = convention.classify.__module__
         assert "luckrate.adapters.otlp.conventions" not in set(
-            imported_modules(otlp / f"{module.rsplit('.', 1)[1]}.py")
+            imported_modules(otlp / "conventions" / f"{module.rsplit('.', 1)[1]}.py")
         )
 
 
@@ -297,10 +297,12 @@ def _from_import(node: ast.ImportFrom, path: Path, root: Path) -> list[str]:
     return [module, *(alias.name for alias in node.names if alias.name != "*")]
 
 
-@pytest.mark.parametrize("package", ["core", "service"])
+@pytest.mark.parametrize("package", ["core", "service", "adapters"])
 def test_no_import_cycle(package):
     # spec.py once imported the check registry, which imports every check family, which imported Spec under
     # TYPE_CHECKING to get around the cycle; provenance.py and intent.py imported each other the same way.
+    # In the adapters, compaction.py imported the convention registry (inside a function) while the registry
+    # imported compaction: now each reader declares its keys, the registry collects them, compaction reads them.
     assert import_cycles(package) == []
 
 
@@ -341,3 +343,65 @@ def test_a_planted_cycle_is_caught(tmp_path, files, cycle):
         (root / name).write_text(source)
     found = import_cycles("core", root)
     assert found == ([] if cycle is None else [cycle])
+
+
+PLANTED_ADAPTER_CYCLES = [
+    # (what, files of a throwaway luckrate/adapters, the cycle the check must name; None: no cycle)
+    (
+        "a lazy import back",
+        {
+            "otlp/compaction.py": "from luckrate.adapters.otlp import spans\n",
+            "otlp/spans.py": "def fresh():\n    from luckrate.adapters.otlp.compaction import Interning\n",
+        },
+        ["luckrate.adapters.otlp.compaction", "luckrate.adapters.otlp.spans", "luckrate.adapters.otlp.compaction"],
+    ),
+    (
+        "a reader importing its registry",
+        {
+            "otlp/conventions/__init__.py": "from luckrate.adapters.otlp.conventions import genai\n",
+            "otlp/conventions/genai.py": "from luckrate.adapters.otlp.conventions import KEYS\n",
+        },
+        [
+            "luckrate.adapters.otlp.conventions",
+            "luckrate.adapters.otlp.conventions.genai",
+            "luckrate.adapters.otlp.conventions",
+        ],
+    ),
+    (
+        "three modules, relative and dynamic",
+        {
+            "otlp/a.py": "from . import b\n",
+            "otlp/b.py": "from .c import x\n",
+            "otlp/c.py": "import importlib\nimportlib.import_module('luckrate.adapters.otlp.a')\n",
+        },
+        [
+            "luckrate.adapters.otlp.a",
+            "luckrate.adapters.otlp.b",
+            "luckrate.adapters.otlp.c",
+            "luckrate.adapters.otlp.a",
+        ],
+    ),
+    (
+        # A reader importing a sibling through the package's path runs the package's __init__ (the registry,
+        # which imports the reader) first: no edge, or every package with a registry in its __init__ would be
+        # a cycle.
+        "a registry importing its readers, a reader its sibling",
+        {
+            "otlp/conventions/__init__.py": "from luckrate.adapters.otlp.conventions import a, b\n",
+            "otlp/conventions/a.py": "from luckrate.adapters.otlp.conventions import b\n",
+            "otlp/conventions/b.py": "from luckrate.adapters.otlp.conventions.c import x\n",
+            "otlp/conventions/c.py": "from luckrate.adapters.otlp import spans\n",
+            "otlp/spans.py": "",
+        },
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("what,files,cycle", PLANTED_ADAPTER_CYCLES, ids=[c[0] for c in PLANTED_ADAPTER_CYCLES])
+def test_a_planted_adapter_cycle_is_caught(tmp_path, what, files, cycle):
+    root = tmp_path / "luckrate"
+    for name, source in files.items():
+        (root / "adapters" / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / "adapters" / name).write_text(source)
+    assert import_cycles("adapters", root) == ([] if cycle is None else [cycle])

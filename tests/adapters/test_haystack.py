@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from luckrate.adapters.otlp import read_otlp
-from luckrate.adapters.otlp.haystack import _from_repr, messages
+from luckrate.adapters.otlp.conventions.haystack import _from_repr, messages
 from luckrate.core.grade import grade
 from luckrate.core.spec import spec_for
 from luckrate.core.spec_loader import load_specs
@@ -74,6 +74,6 @@ def test_a_model_span_without_content_has_no_messages():
 )
 def test_a_repr_that_is_no_plain_value_reads_as_nothing_never_raises(text):
     # Span text is the sender's: -"x" and a list used as a key raised TypeError out of the reader.
-    from luckrate.adapters.otlp.haystack import _from_repr
+    from luckrate.adapters.otlp.conventions.haystack import _from_repr
 
     assert _from_repr(text) is None

@@ -8,7 +8,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from luckrate.adapters.otlp import compaction, records_from_request
+from luckrate.adapters.otlp import records_from_request, sharing
 from luckrate.adapters.otlp import spans as spans_module
 from luckrate.adapters.otlp.conventions import interning
 
@@ -35,13 +35,13 @@ CASES = [
 @pytest.mark.parametrize(("what", "attrs_of"), CASES, ids=[c[0] for c in CASES])
 def test_shared_table_stays_bounded(what, attrs_of):
     tables = interning()
-    records, _ = records_from_request(_request(3 * compaction.SHARED_MAX // 4, attrs_of), tables=tables)
-    more = _request(3 * compaction.SHARED_MAX // 4, lambda i: attrs_of(i + 10**6))
+    records, _ = records_from_request(_request(3 * sharing.SHARED_MAX // 4, attrs_of), tables=tables)
+    more = _request(3 * sharing.SHARED_MAX // 4, lambda i: attrs_of(i + 10**6))
     records += records_from_request(more, tables=tables)[0]
-    assert len(tables.strings) <= compaction.SHARED_MAX
-    assert len(tables.key_rules) <= compaction.SHARED_MAX
+    assert len(tables.strings) <= sharing.SHARED_MAX
+    assert len(tables.key_rules) <= sharing.SHARED_MAX
     shared_strings = list(tables.strings)
-    assert all(len(v) <= compaction.SHARED_LENGTH for v in shared_strings)
+    assert all(len(v) <= sharing.SHARED_LENGTH for v in shared_strings)
     assert records[5].attributes == tuple(attrs_of(5))  # sharing or not, the record says what was sent
 
 

@@ -201,7 +201,7 @@ def test_every_key_the_convention_readers_ask_for_is_kept():
     import pathlib
 
     otlp = pathlib.Path(compaction.__file__).parent
-    asked = {k for path in otlp.glob("*.py") for k in re.findall(r'rec\.get\("([^"]+)"', path.read_text())}
+    asked = {k for path in otlp.rglob("*.py") for k in re.findall(r'rec\.get\("([^"]+)"', path.read_text())}
     asked |= {"gen_ai.input.messages", "gen_ai.output.messages"}  # messages.py passes these as variables
     assert len(asked) > 20
     from luckrate.adapters.otlp.conventions import interning

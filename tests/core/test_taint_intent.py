@@ -552,7 +552,7 @@ def test_a_hand_off_to_an_agent_of_the_run_is_not_ungrounded(to, reported):
     ],
 )
 def test_instructions_are_read_in_the_text_leading_up_to_the_value(text, families):
-    from luckrate.core import intent
+    from luckrate.core import instructions as intent
 
     folded = text.casefold()
     at = folded.find("x@y.test")
@@ -615,7 +615,7 @@ _CUE_TEXT = st.lists(
 def test_the_cue_prefilter_never_hides_a_family_its_pattern_finds(text, enough):
     # The substring prefilter (each family's words, "ai" only as a word) exists for speed: it must rule out only
     # windows where the family's own pattern finds nothing, or a cue would go unread.
-    from luckrate.core import intent
+    from luckrate.core import instructions as intent
 
     folded = text.casefold()
     expected = sum(1 for cue in intent._INSTRUCTION_CUES if cue.search(folded))

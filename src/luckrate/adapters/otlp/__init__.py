@@ -3,11 +3,14 @@
 Reads the three conventions in use — OTel GenAI semantic conventions (both generations), OpenInference
 and OpenLLMetry/Traceloop — from decoded OTLP spans. Imports no framework: only the OTLP protobufs.
 
-Modules: requests (decode protobuf and OTLP/JSON), compaction (requests → bounded records), spans (the
-records), payloads (argument/result shapes), messages (model messages in every form), roles (what a span
-means) and conventions (the registry of convention readers: genai, openinference, traceloop...), tree
-(parents, walk-ups), join (tool spans ↔ requested calls), output (output_ok), assemble (one trace → one
-trajectory), logs (log records → span events, joined to their traces), readers (requests and files).
+Modules: requests (decode protobuf and OTLP/JSON), compaction (requests → bounded records) and sharing
+(the tables records share through, the keys kept), spans (the records), payloads (argument/result shapes),
+messages and frames (model messages in every form), roles (what a span means), tree (parents, walk-ups),
+join (tool spans ↔ requested calls), turns (the conversation), output (output_ok), assemble (one trace →
+one trajectory), runs (traces → runs), logs (log records → span events, joined to their traces), readers
+(requests and files), definitions (tool definitions for suggest). The package ``conventions`` holds one
+reader per convention or framework (genai, openinference, traceloop...), and its ``__init__`` the registry
+that orders them and collects the keys they read.
 """
 
 from luckrate.adapters.otlp.assemble import trajectory_from_spans

@@ -13,7 +13,7 @@ from luckrate.adapters.otlp.join import Call, Response, join, named_responses, r
 from luckrate.adapters.otlp.messages import Message, user_texts
 from luckrate.adapters.otlp.output import OutputRule, output_ok
 from luckrate.adapters.otlp.payloads import parse_args, result_text
-from luckrate.adapters.otlp import crewai_openinference, traceloop
+from luckrate.adapters.otlp.conventions import crewai_openinference, traceloop
 from luckrate.adapters.otlp.roles import AgentRole, ChainRole, ModelRole, Role, ToolRole
 from luckrate.adapters.otlp.spans import SpanRecord
 from luckrate.adapters.otlp.tree import Tree

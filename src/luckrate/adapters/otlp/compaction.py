@@ -14,6 +14,8 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+from luckrate.adapters.otlp.conventions import interning
+from luckrate.adapters.otlp.sharing import SHARED_LENGTH, Interning
 from luckrate.adapters.otlp.spans import (
     DEFAULT_OUTPUT_ATTRIBUTE,
     Layout,
@@ -41,120 +43,11 @@ MAX_STATUS_MESSAGE = 4 * 1024
 REJECT_REASONS = ("bad_trace_id", "bad_span_id", "bad_parent_id")
 """The closed set of reasons a span is not kept (safe as a metric attribute)."""
 
-# Only the attributes the adapter reads are kept (tests/adapters/test_otlp_spans.py checks every key the
-# convention readers ask for is here): anything else costs compaction time and buffer memory for nothing.
-_KEEP_KEYS = frozenset(
-    {
-        # OTel GenAI (genai.py, messages.py)
-        "gen_ai.operation.name",
-        "gen_ai.tool.name",
-        "gen_ai.tool.call.arguments",
-        "gen_ai.tool.call.result",
-        "gen_ai.tool.call.id",
-        "gen_ai.agent.name",
-        "gen_ai.workflow.name",
-        "gen_ai.input.messages",
-        "gen_ai.output.messages",
-        "mcp.method.name",
-        "error.type",
-        # OpenInference (openinference.py)
-        "openinference.span.kind",
-        "tool.name",
-        "tool.id",
-        "tool_call.id",
-        "tool_call.function.arguments",
-        "input.value",
-        "output.value",
-        "agent.name",
-        # Traceloop (traceloop.py)
-        "traceloop.span.kind",
-        "traceloop.entity.name",
-        "traceloop.entity.input",
-        "traceloop.entity.output",
-        "traceloop.workflow.name",
-        "llm.request.type",
-    }
-)
-_KEEP_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.")
-"""Flattened message lists (OpenInference, Traceloop <= 0.54), read whole by ``messages.unflatten``."""
-# Keys whose string values are a small vocabulary (operation, tool, agent, kind): their values are shared
-# between records like the keys themselves.
-_VOCABULARY_KEYS = frozenset(
-    {
-        "gen_ai.operation.name",
-        "gen_ai.tool.name",
-        "gen_ai.agent.name",
-        "openinference.span.kind",
-        "tool.name",
-        "traceloop.span.kind",
-        "traceloop.entity.name",
-        "mcp.method.name",
-        "llm.request.type",
-    }
-)
-SHARED_MAX = 8192
-"""Distinct strings and pairs shared between buffered records (keys, span names, vocabulary values).
-Bounded because span data is attacker-influenced: once full, new ones are kept unshared, never evicted."""
-SHARED_LENGTH = 128
-"""Longest string shared."""
+# The attribute keys kept are those the convention readers declare (each in its own module), collected by the
+# registry (conventions/__init__.py) into the ``Interning`` tables it makes (sharing.py): anything else costs
+# compaction time and buffer memory for nothing. Events are kept by name (``keeps_event``).
 _KEEP_EVENT_PREFIXES = ("gen_ai.",)
 _KEEP_EVENTS = frozenset({"exception"})
-
-
-class Interning:
-    """The tables compaction shares records' strings and layouts through, and the attribute keys it keeps.
-
-    State with an owner: one per process that buffers records (the service's ``Intake`` makes one, each
-    grading process its own) and passed down; a call that passes none gets fresh tables for that call.
-    ``keys``, ``prefixes`` and ``vocabulary`` extend the keys kept beyond the first three conventions'
-    (``conventions.interning()`` passes the registered conventions' keys). Bounded (``SHARED_MAX``,
-    ``LAYOUTS_MAX``) because span data is attacker-influenced: once full, new strings stay unshared."""
-
-    __slots__ = ("keep_keys", "keep_prefixes", "vocabulary", "strings", "key_rules", "layouts")
-
-    def __init__(self, keys: Iterable[str] = (), prefixes: Iterable[str] = (), vocabulary: Iterable[str] = ()):
-        self.keep_keys = _KEEP_KEYS | frozenset(keys) | frozenset(vocabulary)
-        self.keep_prefixes = tuple(dict.fromkeys(_KEEP_PREFIXES + tuple(prefixes)))
-        self.vocabulary = _VOCABULARY_KEYS | frozenset(vocabulary)
-        """Keys whose string values are shared like the keys themselves."""
-        self.strings: dict[str, str] = {}
-        """Shared strings: keys, span names, vocabulary values (each its own shared copy)."""
-        self.key_rules: dict[str, tuple[str | None, bool]] = {}
-        """Attribute key as sent -> (its shared copy, or None when the adapter does not read it; whether its
-        values are vocabulary). One probe instead of the prefix, key-set and sharing tests per attribute.
-        Bounded like ``strings``: once full, further keys are decided each time, not remembered."""
-        self.layouts: dict[tuple[str, ...], Layout] = {}
-        """Shared layouts (``spans.shared_layout``)."""
-
-    def share(self, value: str) -> str:
-        """The shared copy of a short string (one object for every record that holds it)."""
-        found = self.strings.get(value)
-        if found is not None:
-            return found
-        if len(self.strings) < SHARED_MAX:  # callers pass only strings up to SHARED_LENGTH
-            self.strings[value] = value
-        return value
-
-    def shared_text(self, text: str) -> str:
-        return self.share(text) if len(text) <= SHARED_LENGTH else text
-
-    def key_rule(self, key: str) -> tuple[str | None, bool]:
-        rule = self.key_rules.get(key)
-        if rule is not None:
-            return rule
-        if key in self.keep_keys or key.startswith(self.keep_prefixes):
-            rule = (self.shared_text(key[:256]), key in self.vocabulary)
-        else:
-            rule = _DROP
-        if len(self.key_rules) < SHARED_MAX and len(key) <= SHARED_LENGTH:
-            self.key_rules[key] = rule
-        return rule
-
-
-def _fresh() -> Interning:
-    from luckrate.adapters.otlp.conventions import interning  # the convention registry imports this module
-
-    return interning()
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +84,7 @@ def records_at(
     judged usable (``reject_reason``): a grading process reaches its share without a Python step over the
     spans it does not own. ``packed`` and ``tables`` as in ``records_from_request``."""
     if tables is None:
-        tables = _fresh()
+        tables = interning()
     records: list[Any] = []
     ids: dict[bytes, bytes] = {}
     wanted = iter(picks)
@@ -306,7 +199,6 @@ _NEW_TUPLE = tuple.__new__
 
 
 _SCALARS = frozenset({"bool_value", "int_value", "double_value"})
-_DROP = (None, False)
 
 
 def _attributes(kvs: Iterable[Any], keep_attribute: str, budget: Budget, tables: Interning) -> tuple[Layout, list[Any]]:

@@ -2,7 +2,8 @@
 
 The trajectory does not hold them (grading never reads them, and keeping them would cost every
 buffered span in ``luckrate serve``), so ``suggest`` reads them here, in a second pass over the same
-decoded requests, keyed by trace id. Read where the conventions put them:
+decoded requests, keyed by trace id. Read where the conventions put them (each convention's module declares
+its keys, ``TOOL_DEFINITIONS``; the registry orders them: ``conventions.TOOL_DEFINITION_KEYS``):
 
 - GenAI: ``gen_ai.tool.description`` (+ ``gen_ai.tool.name``) on a tool span, ``gen_ai.tool.definitions``
   (a JSON list) on a model span, ``gen_ai.tool.json_schema`` (Strands);
@@ -21,6 +22,7 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from luckrate.adapters import InvalidInput
+from luckrate.adapters.otlp.conventions import TOOL_DEFINITION_KEYS
 from luckrate.adapters.otlp.requests import request_from_json, request_from_protobuf
 from luckrate.core.suggest import tool_definitions
 
@@ -29,10 +31,11 @@ MAX_JSON = 256 * 1024
 Definitions = dict[str, dict[str, tuple[str | None, frozenset[str]]]]
 """Trace id (hex) -> tool name -> (description, parameter names)."""
 
-_NAME_KEYS = ("gen_ai.tool.name", "tool.name")
-_DESCRIPTION_KEYS = ("gen_ai.tool.description", "tool.description")
-_SCHEMA_KEYS = ("gen_ai.tool.json_schema", "tool.parameters")
-_LIST_KEYS = ("gen_ai.tool.definitions", "ai.prompt.tools")
+_NAME_KEYS = TOOL_DEFINITION_KEYS["name"]
+_DESCRIPTION_KEYS = TOOL_DEFINITION_KEYS["description"]
+_SCHEMA_KEYS = TOOL_DEFINITION_KEYS["schema"]
+_LIST_KEYS = TOOL_DEFINITION_KEYS["list"]
+_LIST_PREFIXES = TOOL_DEFINITION_KEYS["prefix"]
 
 
 def definitions_from_file(data: bytes, fmt: str) -> Definitions:
@@ -71,7 +74,7 @@ def _definitions(req: ExportTraceServiceRequest) -> Iterator[tuple[str, str, str
                 attrs = {
                     kv.key: _value(kv.value)
                     for kv in span.attributes
-                    if kv.key in _WANTED or kv.key.startswith("llm.tools.")
+                    if kv.key in _WANTED or kv.key.startswith(_LIST_PREFIXES)
                 }
                 if attrs:
                     yield from ((span.trace_id.hex(), *d) for d in _of_span(attrs))
@@ -92,7 +95,7 @@ def _of_span(attrs: dict[str, Any]) -> Iterator[tuple[str, str | None, frozenset
     for key in _LIST_KEYS:
         value = _json(attrs[key]) if key in attrs else None
         listed += value if isinstance(value, list) else []
-    listed += [attrs[k] for k in sorted(attrs) if k.startswith("llm.tools.")]
+    listed += [attrs[k] for k in sorted(attrs) if k.startswith(_LIST_PREFIXES)]
     for raw in listed[:MAX_TOOLS]:
         yield from _one(_json(raw))
 

@@ -409,6 +409,10 @@ def _blocks_message(role: str, content: list[Any]) -> Message:
 
 
 _FLAT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.")
+KEYS = frozenset({"gen_ai.input.messages", "gen_ai.output.messages"})
+"""The attribute keys the standard readers read (the convention registry adds them to those compaction keeps)."""
+PREFIXES = _FLAT_PREFIXES
+"""Flattened message lists (OpenInference, Traceloop <= 0.54), read whole by ``unflatten``."""
 
 
 @layout_fact

@@ -37,6 +37,8 @@ KEYS = frozenset(
         "ai.response.text",
     }
 )
+TOOL_DEFINITIONS = {"list": "ai.prompt.tools"}
+"""A model span's list of JSON definitions (definitions.py; as genai.TOOL_DEFINITIONS)."""
 _CALLS = ("ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject")
 _MODEL_CALLS = frozenset(f"{c}.{d}" for c in _CALLS for d in ("doGenerate", "doStream"))
 

@@ -26,6 +26,8 @@ from luckrate.adapters.otlp.roles import Role, tool_role
 from luckrate.adapters.otlp.spans import SpanRecord
 
 KEYS = frozenset({"gen_ai.system", "gen_ai.provider.name"})
+TOOL_DEFINITIONS = {"schema": "gen_ai.tool.json_schema"}
+"""A tool span's parameter schema (definitions.py; as genai.TOOL_DEFINITIONS)."""
 SYSTEM = "strands-agents"
 REDACTED = "[REDACTED]"
 MAX_BLOCKS = 1000

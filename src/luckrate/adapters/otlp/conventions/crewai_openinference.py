@@ -19,7 +19,8 @@ from luckrate.adapters.otlp.payloads import captured, load_text
 from luckrate.adapters.otlp.roles import AgentRole, Role
 from luckrate.adapters.otlp.spans import SpanRecord
 
-KEYS = frozenset({"crew_key", "graph.node.id", "crew_agents"})
+KEYS = frozenset({"crew_key", "crew_agents"})
+"""Its own keys (``graph.node.id`` and the rest are OpenInference's: openinference.py)."""
 MAX_AGENTS = 1000
 MARKERS = ("crew_key",)
 _SUFFIX = "._execute_core"

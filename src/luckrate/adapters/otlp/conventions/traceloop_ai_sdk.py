@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from luckrate.adapters.otlp.roles import Role, tool_role
 from luckrate.adapters.otlp.spans import SpanRecord
-from luckrate.adapters.otlp.vercel_ai import unquoted
+from luckrate.adapters.otlp.conventions.vercel_ai import unquoted
 
 MARKERS = ("ai.operationId",)
 

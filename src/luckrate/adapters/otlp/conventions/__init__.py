@@ -1,10 +1,16 @@
 """The registry of span conventions the adapter reads, in the order they are asked.
 
-Adding a convention is one module and one line in ``CONVENTIONS``. The module reads its keys into
-roles (``classify(rec) -> Role | None``), may read messages kept where messages.py does not look
+Adding a convention is one module in this package and one line in ``CONVENTIONS``. The module reads its
+keys into roles (``classify(rec) -> Role | None``), may read messages kept where messages.py does not look
 (``messages(rec, "input" | "output") -> list[Message] | None``, asked before the standard readers),
-and names the attribute keys it reads (``KEYS``; compaction drops every other key). The most explicit
-markers come first: a span is what the first convention that recognises it says it is.
+and declares the attribute keys of its convention that it reads (``KEYS``; ``PREFIXES`` for flattened
+lists read whole, ``VOCABULARY`` for keys whose values are a small vocabulary). Each key is declared once,
+by the convention that defines it: a framework's reader that builds on another convention (smolagents on
+OpenInference, Strands on GenAI) reads that one's keys without declaring them again. The registry collects
+them, with the standard message readers' (messages.py), into the tables compaction keeps keys by
+(``interning()``); compaction drops every other key. Where tool definitions are (``TOOL_DEFINITIONS``) is
+collected the same way, for ``luckrate suggest`` (definitions.py). The most explicit markers come first: a
+span is what the first convention that recognises it says it is. No reader module imports this registry.
 """
 
 from __future__ import annotations
@@ -13,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from luckrate.adapters.otlp import (
-    compaction,
+from luckrate.adapters.otlp import spans
+from luckrate.adapters.otlp.conventions import (
     crewai_openinference,
     genai,
     google_adk,
@@ -24,7 +30,6 @@ from luckrate.adapters.otlp import (
     openinference,
     pydantic_ai,
     smolagents,
-    spans,
     strands,
     traceloop,
     traceloop_ai_sdk,
@@ -34,6 +39,7 @@ from luckrate.adapters.otlp import (
 from luckrate.adapters.otlp import messages as standard
 from luckrate.adapters.otlp.messages import Message
 from luckrate.adapters.otlp.roles import Role
+from luckrate.adapters.otlp.sharing import Interning
 from luckrate.adapters.otlp.spans import SpanRecord
 
 Direction = Literal["input", "output"]
@@ -46,13 +52,18 @@ class Convention:
     messages: Callable[[SpanRecord, Direction], list[Message] | None] | None = None
     """Messages kept where the standard readers (messages.py) do not look; None: none of its own."""
     keys: frozenset[str] = frozenset()
-    """Attribute keys it reads beyond those compaction.py keeps for the first three conventions."""
+    """Attribute keys it reads (compaction keeps the registered conventions' keys, and drops the rest)."""
     markers: tuple[str, ...] = ()
     """Attribute keys one of which every span it reads carries: spans with none are not offered to it
     (so each span costs a few dict probes, not a call per convention). Empty: offered every span."""
     answer_tool: str | None = None
     """The tool a framework's agent calls to answer (smolagents' ``final_answer``): its call is the agent
     speaking, not an action."""
+    prefixes: tuple[str, ...] = ()
+    """Key prefixes it reads whole (flattened lists): every key starting with one is kept."""
+    vocabulary: frozenset[str] = frozenset()
+    """Keys it reads whose string values are a small vocabulary (an operation, a kind, a tool's name):
+    kept, and their values shared between buffered records like the keys themselves."""
 
 
 _OI = ("openinference.span.kind",)
@@ -73,7 +84,14 @@ CONVENTIONS: tuple[Convention, ...] = (
         crewai_openinference.KEYS,
         crewai_openinference.MARKERS,
     ),
-    Convention("OpenInference", openinference.classify, openinference.messages, openinference.KEYS, _OI),
+    Convention(
+        "OpenInference",
+        openinference.classify,
+        openinference.messages,
+        openinference.KEYS,
+        _OI,
+        vocabulary=openinference.VOCABULARY,
+    ),
     Convention(
         "pydantic-ai",
         pydantic_ai.classify,
@@ -98,8 +116,14 @@ CONVENTIONS: tuple[Convention, ...] = (
     Convention("Mastra", mastra.classify, mastra.messages, mastra.KEYS, (mastra.TYPE,)),  # before GenAI: chat spans
     # Before GenAI: the AI SDK's tool spans as Traceloop's Node SDK rewrites them carry GenAI keys, result quoted.
     Convention("Vercel AI SDK", traceloop_ai_sdk.classify, markers=traceloop_ai_sdk.MARKERS),
-    Convention("GenAI", genai.classify),
-    Convention("Traceloop", traceloop.classify),
+    Convention("GenAI", genai.classify, keys=genai.KEYS, vocabulary=genai.VOCABULARY),
+    Convention(
+        "Traceloop",
+        traceloop.classify,
+        keys=traceloop.KEYS,
+        prefixes=traceloop.PREFIXES,
+        vocabulary=traceloop.VOCABULARY,
+    ),
     Convention("Vercel AI SDK", vercel_ai.classify, vercel_ai.messages, vercel_ai.KEYS, ("ai.operationId",)),
     # Last: recognised by span name (a model span has no attributes with content off), so offered every span.
     Convention("Haystack", haystack.classify, haystack.messages, haystack.KEYS),
@@ -108,13 +132,27 @@ ANSWER_TOOLS = frozenset(c.answer_tool for c in CONVENTIONS if c.answer_tool)
 """Tools whose call is an agent's reply to the user (turns.py reads it as the agent speaking)."""
 _CLASSIFIERS = tuple((c.markers, c.classify) for c in CONVENTIONS)
 _READERS = tuple((c.markers, c.messages) for c in CONVENTIONS if c.messages is not None)
-KEYS = frozenset(key for c in CONVENTIONS for key in c.keys)
-"""The attribute keys the registered conventions read beyond those compaction keeps for the first three."""
+KEYS = frozenset(key for c in CONVENTIONS for key in c.keys) | standard.KEYS
+"""The attribute keys the registered conventions and the standard message readers read: all compaction keeps
+(with ``PREFIXES``, ``VOCABULARY`` and a rule's output attribute)."""
+PREFIXES = tuple(dict.fromkeys((*standard.PREFIXES, *(p for c in CONVENTIONS for p in c.prefixes))))
+"""Key prefixes read whole (flattened message lists): every key starting with one is kept."""
+VOCABULARY = frozenset(key for c in CONVENTIONS for key in c.vocabulary)
+"""Keys whose values are a small vocabulary: kept, their values shared between buffered records."""
+
+_DEFINERS = (genai, strands, openinference, vercel_ai)
+"""The conventions that say where tool definitions are, in the order their keys are asked (GenAI's first)."""
+TOOL_DEFINITION_KEYS: dict[str, tuple[str, ...]] = {
+    part: tuple(m.TOOL_DEFINITIONS[part] for m in _DEFINERS if part in m.TOOL_DEFINITIONS)
+    for part in ("name", "description", "schema", "list", "prefix")
+}
+"""Attribute keys of a tool's ``name``, ``description`` and parameter ``schema``, of a JSON ``list`` of
+definitions, and the ``prefix`` of flattened definitions: what ``luckrate suggest`` reads (definitions.py)."""
 
 
-def interning() -> compaction.Interning:
+def interning() -> Interning:
     """Fresh compaction tables that keep every registered convention's keys: one per buffer's owner."""
-    return compaction.Interning(KEYS)
+    return Interning(KEYS, PREFIXES, VOCABULARY)
 
 
 def classify(rec: SpanRecord) -> Role | None:

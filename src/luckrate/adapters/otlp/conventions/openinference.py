@@ -18,7 +18,30 @@ from luckrate.adapters.otlp.payloads import Requested, load_text
 from luckrate.adapters.otlp.roles import AgentRole, ChainRole, ModelRole, Role, tool_role
 from luckrate.adapters.otlp.spans import SpanRecord
 
-KEYS = frozenset({"metadata"})
+KEYS = frozenset(
+    {
+        "openinference.span.kind",
+        "tool.name",
+        "tool.id",
+        "tool_call.id",
+        "tool_call.function.arguments",
+        "input.value",
+        "output.value",
+        "agent.name",
+        "graph.node.id",
+        "metadata",
+    }
+)
+"""The attribute keys it reads (the flattened message lists are the standard readers': messages.py)."""
+VOCABULARY = frozenset({"openinference.span.kind", "tool.name"})
+TOOL_DEFINITIONS = {
+    "name": "tool.name",
+    "description": "tool.description",
+    "schema": "tool.parameters",
+    "prefix": "llm.tools.",
+}
+"""A tool span's definition, and a model span's flattened ``llm.tools.N.tool.json_schema`` (definitions.py;
+as genai.TOOL_DEFINITIONS)."""
 MAX_CALLS = 1000
 
 

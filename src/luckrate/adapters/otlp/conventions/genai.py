@@ -17,6 +17,30 @@ from luckrate.adapters.otlp.roles import AgentRole, ChainRole, ModelRole, Role, 
 from luckrate.adapters.otlp.spans import SpanRecord
 
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
+KEYS = frozenset(
+    {
+        "gen_ai.operation.name",
+        "gen_ai.tool.name",
+        "gen_ai.tool.call.arguments",
+        "gen_ai.tool.call.result",
+        "gen_ai.tool.call.id",
+        "gen_ai.agent.name",
+        "gen_ai.workflow.name",
+        "mcp.method.name",
+        "error.type",  # the conventions' error class, read on any span (assemble.py)
+    }
+)
+"""The attribute keys it reads (the message lists are the standard readers': messages.py; Traceloop's entity
+keys, read here on Traceloop Node's tool spans, traceloop.py's)."""
+VOCABULARY = frozenset({"gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.agent.name", "mcp.method.name"})
+TOOL_DEFINITIONS = {
+    "name": "gen_ai.tool.name",
+    "description": "gen_ai.tool.description",
+    "list": "gen_ai.tool.definitions",
+}
+"""Where tool definitions are (``luckrate suggest`` reads them, definitions.py): a tool span's name and
+description, a model span's JSON list of definitions. Read from the decoded requests, not the compacted
+records (which keep only ``KEYS``)."""
 
 
 def classify(rec: SpanRecord) -> Role | None:

@@ -21,6 +21,21 @@ from luckrate.adapters.otlp.payloads import Requested, args_match, load_text, pa
 from luckrate.adapters.otlp.roles import AgentRole, ChainRole, ModelRole, Role, tool_role
 from luckrate.adapters.otlp.spans import SpanRecord
 
+KEYS = frozenset(
+    {
+        "traceloop.span.kind",
+        "traceloop.entity.name",
+        "traceloop.entity.input",
+        "traceloop.entity.output",
+        "traceloop.workflow.name",
+        "llm.request.type",
+    }
+)
+"""The attribute keys it reads (a tool span's ``gen_ai.tool.*`` keys are GenAI's: genai.py)."""
+PREFIXES = ("gen_ai.prompt.", "gen_ai.completion.")
+"""Legacy LLM spans' flattened messages (messages.py reads them whole; here, whether a span has any)."""
+VOCABULARY = frozenset({"traceloop.span.kind", "traceloop.entity.name", "llm.request.type"})
+
 
 def classify(rec: SpanRecord) -> Role | None:
     kind = rec.get("traceloop.span.kind")
