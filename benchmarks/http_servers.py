@@ -7,7 +7,7 @@ the benchmark traffic, with Content-Length and with chunked bodies.
 Candidates (h11 and aiohttp are not luckrate dependencies: `pip install h11 aiohttp` to measure them):
 
 - ``luckrate``: the real ``HttpReceiver`` (stdlib ThreadingHTTPServer, thread per connection, with its
-  connection cap, request deadline, framing in http_framing.py) in front of a null intake;
+  connection cap, request deadline, framing in receive/framing.py) in front of a null intake;
 - ``h11``: h11 for the framing, one thread per connection (h11 leaves the I/O to its caller, so the
   cap, the deadline and the lingering close would still be ours to write);
 - ``aiohttp``: aiohttp's web server (llhttp parser in C, asyncio), one event loop.
@@ -41,8 +41,9 @@ CANDIDATES = ("luckrate", "h11", "aiohttp")
 
 def serve_luckrate(counter: Counter) -> tuple[int, callable]:
     from luckrate.service.config import Endpoint
-    from luckrate.service.intake import Outcome
-    from luckrate.service.receiver_http import HttpReceiver
+    from luckrate.service.assemble.intake import Outcome
+    from luckrate.service.receive.http_receiver import HttpReceiver
+    from luckrate.service.receive.options import ReceiverOptions
 
     class NullIntake:
         def accept(self, request, transport: str) -> Outcome:
@@ -52,7 +53,7 @@ def serve_luckrate(counter: Counter) -> tuple[int, callable]:
         def refuse(self, transport: str, reason: str) -> None:
             pass
 
-    receiver = HttpReceiver(Endpoint("127.0.0.1", 0), NullIntake(), max_request_bytes=64 << 20, retry_after=1)
+    receiver = HttpReceiver(Endpoint("127.0.0.1", 0), NullIntake(), ReceiverOptions(64 << 20, retry_after=1))
     receiver.start()
     return receiver.port, receiver.shutdown
 

@@ -49,7 +49,7 @@ from luckrate.adapters.otlp.conventions import interning
 from luckrate.core.grade import grade
 from luckrate.core.spec import spec_for
 from luckrate.core.spec_loader import load_specs
-from luckrate.service.assembler import Assembler, Limits
+from luckrate.service.assemble.assembler import Assembler, Limits
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "testdata" / "openai-v2"

@@ -25,8 +25,8 @@ from stages import REQUESTS, _time
 from luckrate.adapters.otlp import records_from_request, request_from_protobuf
 from luckrate.adapters.otlp.conventions import interning
 from luckrate.adapters.otlp.runs import Assembly, ties_by_trace
-from luckrate.service.assembler import Assembler, Limits
-from luckrate.service.run_assembly import RunAssembler
+from luckrate.service.assemble.assembler import Assembler, Limits
+from luckrate.service.assemble.run_assembly import RunAssembler, RunLimits
 
 
 def one_round(template: traffic.Template, tables) -> dict[str, float]:
@@ -48,7 +48,7 @@ def one_round(template: traffic.Template, tables) -> dict[str, float]:
         asm.add(batch)
     asm.drain("root_ended")
     clock = [0.0]
-    runs = RunAssembler(lambda run: None, wait=1.0, clock=lambda: clock[0], memory=10)
+    runs = RunAssembler(lambda run: None, RunLimits(wait=1.0, memory=10), clock=lambda: clock[0])
 
     def stage() -> None:
         for t in traces:

@@ -37,9 +37,9 @@ from luckrate.adapters.otlp.conventions import interning
 from luckrate.core.grade import grade
 from luckrate.core.spec import spec_for
 from luckrate.core.spec_loader import load_specs
-from luckrate.service.assembler import Assembler, Limits
-from luckrate.service.tally import Tally, apply
-from luckrate.service.telemetry import Labels, Telemetry
+from luckrate.service.assemble.assembler import Assembler, Limits
+from luckrate.service.grade.tally import Tally, apply
+from luckrate.service.export.telemetry import Labels, Telemetry
 
 SPEC = Path(__file__).resolve().parent.parent / "examples" / "spec.py"
 REQUESTS = 8

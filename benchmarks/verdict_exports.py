@@ -30,10 +30,10 @@ from luckrate.adapters.otlp.conventions import interning
 from luckrate.core.grade import grade
 from luckrate.core.spec import spec_for
 from luckrate.core.spec_loader import load_specs
-from luckrate.service.assembler import Assembler, Limits
-from luckrate.service.prometheus import PrometheusReader
-from luckrate.service.telemetry import Labels, Telemetry
-from luckrate.service.verdict_events import VerdictEvents, otlp_exporter
+from luckrate.service.assemble.assembler import Assembler, Limits
+from luckrate.service.export.prometheus import PrometheusReader
+from luckrate.service.export.telemetry import Labels, Telemetry
+from luckrate.service.export.verdict_events import EventOptions, VerdictEvents, otlp_exporter
 
 SPEC = Path(__file__).resolve().parent.parent / "examples" / "spec.py"
 
@@ -92,8 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     events = VerdictEvents(
         otlp_exporter(f"http://127.0.0.1:{sink.server_address[1]}/v1/logs"),
         telemetry.add,
-        mode="all",
-        max_queue=len(items) * 4,
+        EventOptions("all", max_queue=len(items) * 4),
     )
     variants = {
         "metrics": dict(exemplars=False, events=None),

@@ -32,10 +32,10 @@ from luckrate.adapters.otlp.conventions import interning
 from luckrate.core.grade import grade
 from luckrate.core.spec import spec_for
 from luckrate.core.spec_loader import load_specs
-from luckrate.service.assembler import Assembler, Limits
-from luckrate.service.run_ring import RunRing, pack, unpack
-from luckrate.service.tally import Tally
-from luckrate.service.worker import Worker
+from luckrate.service.assemble.assembler import Assembler, Limits
+from luckrate.service.export.run_ring import RunRing, pack, unpack
+from luckrate.service.grade.tally import Tally
+from luckrate.service.grade.worker import Grading, Outlets, Worker
 
 SPEC = Path(__file__).resolve().parent.parent / "examples" / "spec.py"
 
@@ -52,7 +52,9 @@ def completed_traces() -> list:
 
 
 def grading_us(traces, specs, ring: RunRing | None, spans: int) -> float:
-    worker = Worker(specs, trajectory_from_spans, Tally(), hold=ring.add if ring is not None else None)
+    worker = Worker(
+        Grading(specs, trajectory_from_spans), Tally(), Outlets(hold=ring.add if ring is not None else None)
+    )
     gc.collect()
     start = time.process_time()  # CPU time: a shared machine's waits for a core are not counted
     for t in traces:

@@ -1,5 +1,5 @@
 """The write-ahead log's storage, chosen by measurement: append-only segment files with a checksum per record
-(``luckrate.service.wal``, the Prometheus/Tempo design) against sqlite in WAL mode (the standard library's
+(``luckrate.service.assemble.wal``, the Prometheus/Tempo design) against sqlite in WAL mode (the standard library's
 ``sqlite3``), each doing what the service asks of it per request.
 
     .venv/bin/python benchmarks/wal_storage.py [--requests N]
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import traffic
 
-from luckrate.service.wal import WriteAheadLog
+from luckrate.service.assemble.wal import WalOptions, WriteAheadLog
 
 
 def _segments(directory: Path, bodies: list[bytes], tids: list[list[bytes]]) -> float:
-    wal = WriteAheadLog(directory, max_bytes=1 << 40)
+    wal = WriteAheadLog(directory, WalOptions(max_bytes=1 << 40))
     wal.open()
     wal.replay(lambda *a: (set(), 0))
     append = 0.0

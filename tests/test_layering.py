@@ -1,4 +1,6 @@
-"""Data flows one way: core imports only the standard library (and itself); adapters never import service.
+"""Data flows one way: core imports only the standard library (and itself); adapters never import service;
+inside the service, each stage imports only itself and the stages after it (receive → assemble → grade →
+export), never one before it, nor the wiring above them (``process/``, ``app``).
 
 The import reader sees every form: ``import a.b``, ``from a.b import c`` (which may import the module
 ``a.b.c``: the code writes ``from luckrate.adapters.otlp import genai``), relative imports resolved against
@@ -69,6 +71,31 @@ def adapter_violations(path: Path, root: Path = SRC) -> list[str]:
     ]
 
 
+STAGES = ("receive", "assemble", "grade", "export")
+"""The service's stages in the order data flows through them."""
+SHARED = {"config", "settings", "security"}
+"""Modules at the service's root that every stage may read (settings); the rest of the root (app, flags) and
+``process/`` wire the stages together, so no stage imports them."""
+ROOT_MODULES = {"__init__.py", "__main__.py", "app.py", "flags.py", *(f"{m}.py" for m in SHARED)}
+
+
+def flow_violations(path: Path, root: Path = SRC) -> list[str]:
+    """What a module in a service stage imports from an earlier stage, or from the wiring above the stages."""
+    service = f"{root.name}.service"
+    where = path.relative_to(root / "service").parts
+    if len(where) < 2 or where[0] not in STAGES:
+        return []
+    mine = STAGES.index(where[0])
+    out = []
+    for m in imported_modules(path, root):
+        if not m.startswith(service + "."):
+            continue
+        part = m.split(".")[2]
+        if (STAGES.index(part) < mine) if part in STAGES else part not in SHARED:
+            out.append(m)
+    return out
+
+
 def _files(package: str, root: Path = SRC) -> list[Path]:
     return sorted((root / package).rglob("*.py"))
 
@@ -83,6 +110,18 @@ def test_adapters_do_not_import_the_service_or_frameworks(path):
     assert adapter_violations(path) == [], f"{path.name} imports the service or a framework"
 
 
+@pytest.mark.parametrize("path", _files("service"), ids=lambda p: str(p.relative_to(SRC)))
+def test_service_stages_import_along_the_flow(path):
+    assert flow_violations(path) == [], f"{path.name} imports an earlier stage or the wiring above the stages"
+
+
+def test_every_service_module_has_a_place_in_the_flow():
+    service = SRC / "service"
+    for path in service.rglob("*.py"):
+        top = path.relative_to(service).parts
+        assert top[0] in {*STAGES, "process"} or top[0] in ROOT_MODULES, f"{top} is in no stage"
+
+
 PLANTED = [
     # (file, source, which rule must catch it, the module it must name)
     ("core/x.py", "from luckrate.adapters.otlp import genai\n", core_violations, "luckrate.adapters.otlp.genai"),
@@ -95,6 +134,38 @@ PLANTED = [
     ("adapters/otlp/x.py", "from luckrate import service\n", adapter_violations, "luckrate.service"),
     ("adapters/otlp/x.py", "from ...service.tally import Tally\n", adapter_violations, "luckrate.service.tally"),
     ("adapters/x.py", "from langgraph.graph import StateGraph\n", adapter_violations, "langgraph.graph"),
+    # service stages: an earlier stage, relative or absolute, and the wiring above the stages
+    (
+        "service/assemble/x.py",
+        "from luckrate.service.receive import status\n",
+        flow_violations,
+        "luckrate.service.receive",
+    ),
+    (
+        "service/export/x.py",
+        "from luckrate.service.grade.tally import Tally\n",
+        flow_violations,
+        "luckrate.service.grade.tally",
+    ),
+    (
+        "service/grade/x.py",
+        "from ..assemble.assembler import Assembler\n",
+        flow_violations,
+        "luckrate.service.assemble.assembler",
+    ),
+    (
+        "service/grade/x.py",
+        "def f():\n    from luckrate.service.assemble import intake\n",
+        flow_violations,
+        "luckrate.service.assemble.intake",
+    ),
+    (
+        "service/receive/x.py",
+        "from luckrate.service.process.pipeline import P\n",
+        flow_violations,
+        "luckrate.service.process.pipeline",
+    ),
+    ("service/export/x.py", "from luckrate.service import app\n", flow_violations, "luckrate.service.app"),
 ]
 
 
@@ -113,6 +184,12 @@ def test_a_planted_upward_import_is_caught(tmp_path, file, source, rule, module)
         ("core/x.py", "from luckrate.core.step import Step\nimport collections.abc\n"),
         ("core/checks/x.py", "from ..spec import Spec\nfrom . import tools\n"),
         ("adapters/otlp/x.py", "from luckrate.adapters.otlp import genai\nfrom luckrate.core import spec\n"),
+        (
+            "service/receive/x.py",
+            "from luckrate.service.assemble.intake import Intake\nfrom ..config import Endpoint\n",
+        ),
+        ("service/grade/x.py", "from ..export.telemetry import Recorder\nfrom luckrate.service.grade import tally\n"),
+        ("service/process/x.py", "from luckrate.service.receive import status\nfrom luckrate.service import app\n"),
     ],
 )
 def test_an_allowed_import_is_not_flagged(tmp_path, file, source):
@@ -120,8 +197,8 @@ def test_an_allowed_import_is_not_flagged(tmp_path, file, source):
     planted = root / file
     planted.parent.mkdir(parents=True)
     planted.write_text(source)
-    rule = core_violations if file.startswith("core") else adapter_violations
-    assert rule(planted, root) == []
+    rules = {"core": core_violations, "adapters": adapter_violations, "service": flow_violations}
+    assert rules[file.split("/")[0]](planted, root) == []
 
 
 def test_convention_modules_form_no_cycle():

@@ -13,7 +13,7 @@ import time
 import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from luckrate.service.receiver_http import REFUSERS
+from luckrate.service.receive.http_receiver import REFUSERS
 from tests.reliability.harness import fresh_request, healthy, identity, report, settled, span_count
 from tests.reliability.load import EXPORT, generate
 from tests.service.harness import SPEC, MetricsSink, Server, closed_by_server, post, total, wait_until
@@ -173,7 +173,7 @@ FAULTY_SPEC = """
 # Test-only: a Python spec file is trusted code that runs in the server, so this one wraps the worker's
 # grade() to raise for one agent -- the fault injection hook the service needs no code for.
 import runpy
-import luckrate.service.worker as worker
+import luckrate.service.grade.worker as worker
 
 _real = worker.grade
 

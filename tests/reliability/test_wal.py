@@ -24,7 +24,7 @@ from luckrate.adapters.otlp import OutputRule, records_from_request, trajectory_
 from luckrate.core.grade import grade
 from luckrate.core.spec import spec_for
 from luckrate.core.spec_loader import load_specs
-from luckrate.service import wal_format as fmt
+from luckrate.service.assemble import wal_format as fmt
 from tests.reliability.harness import fresh_request, identity, report, settled, span_count
 from tests.service.harness import SPEC, Server, post, total, wait_until
 

@@ -6,8 +6,8 @@ import pytest
 
 from luckrate.core.spec_loader import load_specs
 from luckrate.service.app import build
-from luckrate.service.prometheus import PrometheusReader
-from luckrate.service.telemetry import Labels, Telemetry
+from luckrate.service.export.prometheus import PrometheusReader
+from luckrate.service.export.telemetry import Labels, Telemetry
 from tests.builders import config
 from tests.service.harness import SPEC, SPECS, record_runs, runs
 

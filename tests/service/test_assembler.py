@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from luckrate.adapters.otlp import SpanRecord
-from luckrate.service.assembler import SCAN_SPANS, Assembler, AssemblerLoop, CompletedTrace, Limits, SpanBudget
+from luckrate.service.assemble.assembler import SCAN_SPANS, Assembler, Limits, SpanBudget
+from luckrate.service.grade.completed import CompletedTrace
+from luckrate.service.process.in_process import AssemblerLoop
 from tests import builders
 from tests.service.harness import Clock
 
@@ -29,15 +31,16 @@ class Rig:
         self.out: list[CompletedTrace] = []
         self.counts: Counter = Counter()
         self.released = 0
-        self.asm = Assembler(
-            self.out.append, limits=Limits(**limits), clock=self.clock, count=self._count, release=self._release
-        )
+        self.asm = Assembler(self.out.append, limits=Limits(**limits), clock=self.clock, count=self._count, ledger=self)
 
     def _count(self, name, value=1, **attrs):
         self.counts[(name, tuple(sorted(attrs.items())))] += value
 
-    def _release(self, n):
-        self.released += n
+    def release(self, spans, records=0):  # the assembler's ledger
+        self.released += spans + records
+
+    def settle(self, trace_id):
+        pass
 
     def reasons(self) -> list[str]:
         return [t.reason for t in self.out]

@@ -107,7 +107,7 @@ def test_docs_list_every_flag_and_key():
     import re
     from pathlib import Path
 
-    from luckrate.service.app import _FLAGS
+    from luckrate.service.flags import _FLAGS
     from luckrate.service.config import KEYS
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "serve.md").read_text(encoding="utf-8")

@@ -10,12 +10,13 @@ import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 
 from luckrate.core.grade import grade
-from luckrate.service.assembler import CompletedTrace
+from luckrate.service.grade.completed import CompletedTrace
 from luckrate.service.config import Endpoint
-from luckrate.service.exemplars import LatestExemplar, trace_context
-from luckrate.service.prometheus import MetricsServer, wants_openmetrics
-from luckrate.service.tally import Tally, apply
-from luckrate.service.telemetry import INSTRUMENTS, Telemetry
+from luckrate.service.export.exemplars import LatestExemplar, trace_context
+from luckrate.service.export.prometheus import MetricsServer, wants_openmetrics
+from luckrate.service.grade.tally import Tally, apply
+from luckrate.service.export.instruments import INSTRUMENTS
+from luckrate.service.export.telemetry import Telemetry
 from tests.builders import span, trajectory
 from tests.scenarios import BY_NAME
 from tests.service.harness import SPECS, parse_metrics

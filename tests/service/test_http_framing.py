@@ -15,7 +15,7 @@ import socket
 import pytest
 from google.rpc import status_pb2
 
-from luckrate.service.http_framing import BadFraming, TooLarge, discard_chunked, framing, read_chunked
+from luckrate.service.receive.framing import BadFraming, TooLarge, discard_chunked, framing, read_chunked
 from tests.builders import LIMIT
 from tests.service.harness import PROTO, TOKEN, metrics, refused, request_of, total
 

@@ -346,15 +346,16 @@ def test_grpc_health_knows_the_logs_service(service):
 def test_logs_receiver_lifecycle(kind):
     """Each receiver alone with an intake that takes log records: start → consume → shutdown, shutdown
     twice, and shutdown without start."""
-    from luckrate.service.assembler import SpanBudget
-    from luckrate.service.intake import Intake
-    from luckrate.service.receiver_grpc import GrpcReceiver
-    from luckrate.service.receiver_http import HttpReceiver
+    from luckrate.service.assemble.assembler import SpanBudget
+    from luckrate.service.assemble.intake import Handover, Intake
+    from luckrate.service.receive.grpc_receiver import GrpcReceiver
+    from luckrate.service.receive.http_receiver import HttpReceiver
+    from luckrate.service.receive.options import ReceiverOptions
 
     got: list = []
-    intake = Intake(lambda batch: None, SpanBudget(1000), lambda *a, **k: None, submit_logs=got.append)
+    intake = Intake(Handover(lambda batch: None, submit_logs=got.append), SpanBudget(1000), lambda *a, **k: None)
     cls = GrpcReceiver if kind == "grpc" else HttpReceiver
-    make = lambda: cls(Endpoint("127.0.0.1", 0), intake, max_request_bytes=LIMIT, retry_after=1)  # noqa: E731
+    make = lambda: cls(Endpoint("127.0.0.1", 0), intake, ReceiverOptions(LIMIT, retry_after=1))  # noqa: E731
     make().shutdown()
     receiver = make()
     receiver.start()

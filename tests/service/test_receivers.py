@@ -185,15 +185,16 @@ def test_service_shutdown_without_start():
 @pytest.mark.parametrize("kind", ["grpc", "http"])
 def test_receiver_lifecycle(kind, spans):
     """Each receiver alone: start → consume → shutdown, shutdown twice, and shutdown without start."""
-    from luckrate.service.assembler import SpanBudget
-    from luckrate.service.intake import Intake
-    from luckrate.service.receiver_grpc import GrpcReceiver
-    from luckrate.service.receiver_http import HttpReceiver
+    from luckrate.service.assemble.assembler import SpanBudget
+    from luckrate.service.assemble.intake import Handover, Intake
+    from luckrate.service.receive.grpc_receiver import GrpcReceiver
+    from luckrate.service.receive.http_receiver import HttpReceiver
+    from luckrate.service.receive.options import ReceiverOptions
 
     got: list = []
-    intake = Intake(got.append, SpanBudget(1000), lambda *a, **k: None)
+    intake = Intake(Handover(got.append), SpanBudget(1000), lambda *a, **k: None)
     cls = GrpcReceiver if kind == "grpc" else HttpReceiver
-    make = lambda: cls(Endpoint("127.0.0.1", 0), intake, max_request_bytes=LIMIT, retry_after=1)  # noqa: E731
+    make = lambda: cls(Endpoint("127.0.0.1", 0), intake, ReceiverOptions(LIMIT, retry_after=1))  # noqa: E731
     make().shutdown()
     receiver = make()
     receiver.start()
@@ -407,21 +408,22 @@ def test_http_limit_flags_reach_the_receiver_and_bad_values_are_named():
 def test_a_second_listener_on_a_taken_port_fails_naming_the_address(second):
     """A second `luckrate serve` on the gRPC port used to start: gRPC turns SO_REUSEPORT on by default, and
     the kernel then split connections between the two processes, each grading half of every trace."""
-    from luckrate.service.assembler import SpanBudget
-    from luckrate.service.intake import Intake
-    from luckrate.service.prometheus import MetricsServer, PrometheusReader
-    from luckrate.service.receiver_grpc import GrpcReceiver
-    from luckrate.service.receiver_http import HttpReceiver
+    from luckrate.service.assemble.assembler import SpanBudget
+    from luckrate.service.assemble.intake import Handover, Intake
+    from luckrate.service.export.prometheus import MetricsServer, PrometheusReader
+    from luckrate.service.receive.grpc_receiver import GrpcReceiver
+    from luckrate.service.receive.http_receiver import HttpReceiver
+    from luckrate.service.receive.options import ReceiverOptions
 
-    intake = Intake(lambda batch: None, SpanBudget(1000), lambda *a, **k: None)
-    first = GrpcReceiver(Endpoint("127.0.0.1", 0), intake, max_request_bytes=LIMIT, retry_after=1)
+    intake = Intake(Handover(lambda batch: None), SpanBudget(1000), lambda *a, **k: None)
+    first = GrpcReceiver(Endpoint("127.0.0.1", 0), intake, ReceiverOptions(LIMIT, retry_after=1))
     first.start()
     try:
         taken = Endpoint("127.0.0.1", first.port)
         if second == "grpc":
-            other = GrpcReceiver(taken, intake, max_request_bytes=LIMIT, retry_after=1)
+            other = GrpcReceiver(taken, intake, ReceiverOptions(LIMIT, retry_after=1))
         elif second == "http":
-            other = HttpReceiver(taken, intake, max_request_bytes=LIMIT, retry_after=1)
+            other = HttpReceiver(taken, intake, ReceiverOptions(LIMIT, retry_after=1))
         else:
             other = MetricsServer(taken, PrometheusReader())
         with pytest.raises(OSError, match=f"{second} 127.0.0.1:{first.port}: cannot bind"):

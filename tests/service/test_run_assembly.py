@@ -10,8 +10,8 @@ from collections import Counter
 import pytest
 
 from luckrate.adapters.otlp.runs import TraceTies
-from luckrate.service.assembler import CompletedTrace
-from luckrate.service.run_assembly import CompletedRun, RunAssembler
+from luckrate.service.assemble.run_assembly import RunAssembler, RunLimits
+from luckrate.service.grade.completed import CompletedRun, CompletedTrace
 from tests.builders import span
 from tests.service.harness import Clock
 
@@ -37,7 +37,7 @@ class Rig:
         self.counts: Counter = Counter()
         kw.setdefault("wait", 5.0)
         kw.setdefault("max_age", 60.0)
-        self.runs = RunAssembler(self.out.append, clock=self.clock, count=self._count, **kw)
+        self.runs = RunAssembler(self.out.append, RunLimits(**kw), clock=self.clock, count=self._count)
 
     def _count(self, name, value=1, **attrs):
         self.counts[(name, *attrs.values())] += value
@@ -169,13 +169,18 @@ def linked_request():
 
 @pytest.mark.parametrize("runs_by", ["links", "conversation"])
 def test_intake_hands_over_the_links_it_read_and_again_on_replay(runs_by):
-    from luckrate.service.assembler import SpanBudget
-    from luckrate.service.intake import Intake
-    from luckrate.service.wal_format import TRACES
+    from luckrate.service.assemble.assembler import SpanBudget
+    from luckrate.service.assemble.intake import Handover, Intake, IntakeOptions
+    from luckrate.service.assemble.wal_format import TRACES
 
     batches: list = []
     counts: Counter = Counter()
-    intake = Intake(batches.append, SpanBudget(1000), lambda n, v=1, **a: counts.update({n: v}), runs_by=runs_by)
+    intake = Intake(
+        Handover(batches.append),
+        SpanBudget(1000),
+        lambda n, v=1, **a: counts.update({n: v}),
+        IntakeOptions(runs_by=runs_by),
+    )
     req = linked_request()
     intake.accept(req, "grpc")
     intake.replay(TRACES, req.SerializeToString(), lambda t: True)
@@ -187,9 +192,9 @@ def test_intake_hands_over_the_links_it_read_and_again_on_replay(runs_by):
 
 
 def test_intake_reads_no_links_when_each_trace_is_a_run():
-    from luckrate.service.assembler import SpanBudget
-    from luckrate.service.intake import Intake
+    from luckrate.service.assemble.assembler import SpanBudget
+    from luckrate.service.assemble.intake import Handover, Intake
 
     batches: list = []
-    Intake(batches.append, SpanBudget(1000), lambda *a, **k: None).accept(linked_request(), "grpc")
+    Intake(Handover(batches.append), SpanBudget(1000), lambda *a, **k: None).accept(linked_request(), "grpc")
     assert getattr(batches[0], "ties", None) is None

@@ -6,7 +6,7 @@ import pytest
 
 from luckrate.core.grade import grade
 from luckrate.core.spec_loader import load_specs
-from luckrate.service.run_ring import HIDDEN, RunRing
+from luckrate.service.export.run_ring import HIDDEN, RunRing
 from luckrate.view import model
 from tests.core.helpers import run, step
 from tests.service.harness import SPEC
@@ -106,7 +106,7 @@ def test_luck_by_agent_prints_a_dash_without_passing_runs():
 def test_a_run_crosses_from_a_grading_process_unchanged_where_the_viewer_reads_it():
     import pickle
 
-    from luckrate.service.run_ring import pack, unpack
+    from luckrate.service.export.run_ring import pack, unpack
 
     g, traj = tainted(3)
     back_g, back_traj, traces = unpack(pickle.loads(pickle.dumps(pack(g, traj, ("ab", "cd")))))

@@ -6,7 +6,7 @@ import pytest
 from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
 
-from luckrate.service.status import encode_status, status_json
+from luckrate.service.receive.status import encode_status, status_json
 
 CASES = [(8, "span buffer full: retry later", 5), (3, "bad", None), (16, "", None), (8, "é" * 300, 30)]
 

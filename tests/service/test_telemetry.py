@@ -11,8 +11,9 @@ import pytest
 
 from luckrate.core.grade import grade
 from luckrate.service.config import Endpoint
-from luckrate.service.prometheus import MetricsServer
-from luckrate.service.telemetry import INSTRUMENTS, OTHER, Labels, prometheus_name
+from luckrate.service.export.prometheus import MetricsServer
+from luckrate.service.export.instruments import INSTRUMENTS, ZERO_SERIES, prometheus_name
+from luckrate.service.export.telemetry import OTHER, Labels
 from tests.builders import trajectory
 from tests.scenarios import BY_NAME
 from tests.service.harness import SPECS, parse_metrics, total
@@ -87,6 +88,38 @@ def test_undeclared_attributes_are_refused(tele):
         t.add("luckrate.spans.rejected", 1, why="x")
 
 
+@pytest.mark.parametrize(
+    "name, attributes",
+    [
+        ("luckrate.spans.rejected", {"reason": "buffer_ful"}),
+        ("luckrate.requests.refused", {"transport": "udp", "reason": "too_large"}),
+        ("luckrate.log_requests.refused", {"transport": "http", "reason": "connection_limit"}),
+        ("luckrate.runs", {"agent": "a", "spec": "s", "output": "pass", "path": "fine"}),
+    ],
+)
+def test_a_value_outside_its_declared_set_is_refused(tele, name, attributes):
+    t, _ = tele
+    key = next(k for k, v in attributes.items() if v in {"buffer_ful", "udp", "connection_limit", "fine"})
+    with pytest.raises(ValueError, match=rf"{name}: {key}='{attributes[key]}' is not one of"):
+        t.add(name, 1, **attributes)
+
+
+def test_policy_bounded_labels_take_any_value_the_policy_gives(tele):
+    t, reader = tele
+    t.add("luckrate.runs", agent="any agent", spec="any spec", output="pass", path="ok")
+    assert total(parse_metrics(reader.render()), "luckrate_runs_total", agent="any agent") == 1
+
+
+def test_zero_series_are_every_closed_counter_series():
+    # What is exported at 0 is derived from the declarations: every counter whose labels are closed sets,
+    # each combination of their values once.
+    zero = dict(ZERO_SERIES)
+    assert zero["luckrate.spans.accepted"] == ({},)
+    assert len(zero["luckrate.requests.refused"]) == 2 * 9  # transports × refusal reasons
+    assert {"transport": "http", "reason": "wal_full"} in zero["luckrate.requests.refused"]
+    assert not {"luckrate.runs", "luckrate.traces.active", "luckrate.grade.duration"} & set(zero)
+
+
 def test_histograms_and_gauges_render(tele):
     t, reader = tele
     t.add("luckrate.grade.duration", 0.003)
@@ -117,7 +150,7 @@ def test_metrics_server_lifecycle(tele):
 
 
 def test_docs_metrics_table_matches_the_instruments():
-    """The metrics table (docs/metrics.md) lists exactly what telemetry.py declares."""
+    """The metrics table (docs/metrics.md) lists exactly what instruments.py declares."""
     text = (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8")
     documented = set(re.findall(r"^\| `(luckrate_[a-z_]+)`", text, re.M))
     assert documented == {prometheus_name(i) for i in INSTRUMENTS}

@@ -13,7 +13,14 @@ import pytest
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 
 from luckrate.core.grade import grade
-from luckrate.service.verdict_events import EVENT_NAME, MAX_LINES, VerdictEvents, explanation, otlp_exporter
+from luckrate.service.export.verdict_events import (
+    EVENT_NAME,
+    MAX_LINES,
+    EventOptions,
+    VerdictEvents,
+    explanation,
+    otlp_exporter,
+)
 from tests.builders import trajectory
 from tests.scenarios import BY_NAME
 from tests.service.harness import SPECS
@@ -40,7 +47,7 @@ def graded(scenario: str, output_ok: bool | None = True, agent: str = "support")
 
 def publish_all(mode: str, *grades, public_url: str | None = None) -> list:
     memory = InMemoryLogRecordExporter()
-    events = VerdictEvents(memory, Counts(), mode=mode, public_url=public_url)
+    events = VerdictEvents(memory, Counts(), EventOptions(mode, public_url=public_url))
     for g in grades:
         events.publish(g, SPEC.name, TRACE, SPAN)
     events.shutdown(10)
@@ -106,7 +113,7 @@ def test_explanation_is_bounded():
 
 def test_unknown_mode_is_refused():
     with pytest.raises(ValueError, match="mode must be one of violations, all"):
-        VerdictEvents(InMemoryLogRecordExporter(), Counts(), mode="some")
+        VerdictEvents(InMemoryLogRecordExporter(), Counts(), EventOptions(mode="some"))
 
 
 @pytest.fixture
@@ -119,7 +126,7 @@ def hung_endpoint():
 def test_a_hung_endpoint_costs_counted_records_not_waits(hung_endpoint):
     counts = Counts()
     events = VerdictEvents(
-        otlp_exporter(hung_endpoint, timeout=30), counts, max_queue=4, batch_size=2, schedule_delay=0.05
+        otlp_exporter(hung_endpoint, timeout=30), counts, EventOptions(max_queue=4, batch_size=2, schedule_delay=0.05)
     )
     for _ in range(10):  # returns at once: the gate admits 4 (queued or stuck in export) and refuses 6
         events.publish(graded("injected"), SPEC.name, TRACE, SPAN)

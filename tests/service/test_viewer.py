@@ -13,8 +13,8 @@ import pytest
 from luckrate.core.grade import grade
 from luckrate.core.spec_loader import load_specs
 from luckrate.service.config import Endpoint, InvalidConfig, ServiceConfig, finalize
-from luckrate.service.run_ring import RunRing
-from luckrate.service.viewer import Viewer, ViewerServer
+from luckrate.service.export.run_ring import RunRing
+from luckrate.service.export.viewer import Viewer, ViewerServer
 from luckrate.view.render import CSP
 from tests.core.helpers import run, step
 from tests.service.harness import SPEC, Server, post, record_runs, request_of, runs, wait_until

@@ -7,15 +7,18 @@ server are in tests/reliability/test_wal.py.
 
 from __future__ import annotations
 
+import time
+
 import random
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from luckrate.service import wal_format as fmt
+from luckrate.service.assemble import wal_format as fmt
 from luckrate.service.config import InvalidConfig, build_config
-from luckrate.service.wal import LogRefused, LogUnusable, WriteAheadLog
+from luckrate.service.assemble.wal import LogRefused, LogUnusable, WalOptions, WriteAheadLog
+from luckrate.service.export.telemetry import no_count
 
 
 def _record(kind: int, payload: bytes, signal: int = fmt.TRACES) -> bytes:
@@ -77,7 +80,8 @@ class Counts(dict):
 
 def _log(directory: Path, **kw) -> WriteAheadLog:
     kw.setdefault("max_bytes", 1 << 30)
-    wal = WriteAheadLog(directory, **kw)
+    count, clock = kw.pop("count", no_count), kw.pop("clock", time.monotonic)
+    wal = WriteAheadLog(directory, WalOptions(**kw), count, clock)
     wal.open()
     return wal
 
@@ -117,7 +121,7 @@ def test_lifecycle_append_settle_close_leaves_an_empty_directory(tmp_path):
 def test_close_without_replay_or_start_is_safe(tmp_path):
     wal = _log(tmp_path)
     wal.close()
-    WriteAheadLog(tmp_path / "never-opened", max_bytes=1).close()
+    WriteAheadLog(tmp_path / "never-opened", WalOptions(max_bytes=1)).close()
 
 
 def test_a_restart_replays_what_was_not_settled_and_skips_what_was(tmp_path):

@@ -10,10 +10,11 @@ import pytest
 
 from luckrate.adapters.otlp import OutputRule, records_from_request, trajectory_from_spans
 from luckrate.core.spec_loader import load_specs
-from luckrate.service.assembler import CompletedTrace
-from luckrate.service.prometheus import PrometheusReader
-from luckrate.service.telemetry import Labels, Telemetry
-from luckrate.service.worker import MAX_ECHO, VerdictLog, Worker
+from luckrate.service.grade.completed import CompletedTrace
+from luckrate.service.export.prometheus import PrometheusReader
+from luckrate.service.export.telemetry import Labels, Telemetry
+from luckrate.service.grade.verdict_log import MAX_ECHO, VerdictLog
+from luckrate.service.grade.worker import Grading, Outlets, Worker
 from tests.service.harness import SPEC, by_trace, parse_metrics, record_runs, request_of, runs, total
 
 SPECS = load_specs(SPEC)
@@ -33,13 +34,19 @@ def rig(specs=SPECS, adapt=None, verdict_log=None):
     reader = PrometheusReader()
     telemetry = Telemetry([reader], Labels(specs))
     released = []
+
+    class Ledger:
+        def release(self, spans, records=0):
+            released.append(spans)
+
+        def settle(self, trace_id):
+            pass
+
     worker = Worker(
-        specs,
-        adapt or (lambda spans: trajectory_from_spans(spans, OutputRule())),
+        Grading(specs, adapt or (lambda spans: trajectory_from_spans(spans, OutputRule()))),
         telemetry,
-        release=released.append,
+        Outlets(Ledger(), verdicts=verdict_log),
         clock=lambda: 2.5,
-        verdict_log=verdict_log,
     )
     return worker, lambda: parse_metrics(reader.render()), released
 
@@ -79,7 +86,7 @@ def test_an_exception_is_counted_logged_with_the_trace_id_and_the_worker_goes_on
 
     worker, scrape, released = rig(adapt=adapt)
     worker.start()
-    with caplog.at_level(logging.ERROR, logger="luckrate.service.worker"):
+    with caplog.at_level(logging.ERROR, logger="luckrate.service.grade.worker"):
         for t in traces:
             worker.submit(t)
         assert worker.stop(timeout=30)

@@ -18,7 +18,7 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from luckrate.adapters.otlp.compaction import route
+from luckrate.service.assemble.routing import route
 from luckrate.service.config import InvalidConfig, ServiceConfig, build_config, worker_count
 from tests.reliability.harness import fresh_request, identity, raw_span, request_with, settled, span_count
 from tests.service.harness import (
@@ -298,7 +298,7 @@ def test_spans_are_judged_for_workers_as_for_one_process_and_shared_out():
     """The shares are what each worker will keep, so they must agree with compaction span for span: a
     worker's death is accounted from them."""
     from luckrate.adapters.otlp import records_from_request
-    from luckrate.service.intake import judge_spans
+    from luckrate.service.assemble.routing import judge_spans
 
     rng = random.Random(7)
     req = fresh_request(rng, traces=20)
@@ -437,7 +437,7 @@ def test_a_killed_worker_s_log_records_are_counted_and_their_room_given_back():
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
     from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
-    from luckrate.adapters.otlp.compaction import route
+    from luckrate.service.assemble.routing import route
     from luckrate.core.spec_loader import load_specs
     from luckrate.service.app import build
     from tests.service.harness import SPEC, parse_metrics

@@ -2,13 +2,11 @@
 
 Span data is attacker-influenced: a record keeps only the attribute keys and events the adapter reads,
 bounds every string, list and count, and never raises on content. Spans whose ids make them unusable
-are counted by reason (``Rejected``) so the receiver can answer with a partial success. ``route`` and
-``route_spans`` say which grading process owns each span's trace.
+are counted by reason (``Rejected``) so the receiver can answer with a partial success (``usable_spans``).
 """
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -70,8 +68,8 @@ def records_from_request(
     """Compact every usable span of the request; count the others by reason. Never raises on content.
     ``packed``: ``PackedSpan``s, for a buffer that holds them until their trace completes. ``tables``: the
     caller's ``Interning`` (records of one buffer share through one); None for fresh ones."""
-    picks, rejected = route_spans(req, 1)
-    return records_at(req, picks[0], keep_attribute=keep_attribute, packed=packed, tables=tables), rejected
+    usable, rejected = usable_spans(req)
+    return records_at(req, usable, keep_attribute=keep_attribute, packed=packed, tables=tables), rejected
 
 
 def records_at(
@@ -83,7 +81,7 @@ def records_at(
     tables: Interning | None = None,
 ) -> list[Any]:
     """Compact the spans at these positions (ascending, counted over the request's spans in order), already
-    judged usable (``route_spans``): a grading process reaches its share without a Python step over the
+    judged usable (``reject_reason``): a grading process reaches its share without a Python step over the
     spans it does not own. ``packed`` and ``tables`` as in ``records_from_request``."""
     if tables is None:
         tables = interning()
@@ -105,39 +103,31 @@ def records_at(
     return records
 
 
-def route(trace_id: bytes, n: int) -> int:
-    """The owner (0..n-1) of a trace among ``n`` grading processes: what the Collector's load-balancing
-    exporter does with ``routing_key: traceID``."""
-    return zlib.crc32(trace_id) % n
-
-
-def route_spans(req: ExportTraceServiceRequest, n: int) -> tuple[list[list[int]], list[Rejected]]:
-    """The positions of the usable spans each of ``n`` owners takes (``route``, inlined: it runs once per
-    span a receiver gets), and the others by reason."""
-    picks: list[list[int]] = [[] for _ in range(n)]
-    adds = [p.append for p in picks]
+def usable_spans(req: ExportTraceServiceRequest) -> tuple[list[int], list[Rejected]]:
+    """The positions of the request's usable spans (counted over its spans in order), and the others by
+    reason. Which process owns each span's trace is the service's decision (``service.assemble.routing``)."""
+    usable: list[int] = []
+    add = usable.append
     rejected: dict[str, int] = {}
-    crc32 = zlib.crc32
     position = 0
     for rs in req.resource_spans:
         for ss in rs.scope_spans:
             for span in ss.spans:
-                reason = _reject_reason(span)
-                if reason is not None:
-                    rejected[reason] = rejected.get(reason, 0) + 1
-                elif n == 1:
-                    adds[0](position)
+                reason = reject_reason(span)
+                if reason is None:
+                    add(position)
                 else:
-                    adds[crc32(span.trace_id) % n](position)
+                    rejected[reason] = rejected.get(reason, 0) + 1
                 position += 1
-    return picks, [Rejected(r, c) for r, c in rejected.items()]
+    return usable, [Rejected(r, c) for r, c in rejected.items()]
 
 
 _ZERO_TRACE_ID = bytes(16)
 _ZERO_SPAN_ID = bytes(8)
 
 
-def _reject_reason(span: Any) -> str | None:
+def reject_reason(span: Any) -> str | None:
+    """Why the span cannot be kept (one of ``REJECT_REASONS``), or None when it can."""
     # Each upb field read builds a new bytes object, so each id is read once and compared whole (this runs
     # on every span a receiver gets, before anything else).
     trace_id = span.trace_id
@@ -169,7 +159,7 @@ def _record(span: Any, keep_attribute: str, ids: dict[bytes, bytes], packed: boo
     events = span.events
     events = _events(events, budget) if events else ()
     parent = span.parent_span_id
-    # An all-zero parent is a root's (see _reject_reason); other lengths than 8 were rejected there.
+    # An all-zero parent is a root's (see reject_reason); other lengths than 8 were rejected there.
     parent = ids.setdefault(parent, parent) if parent and parent != _ZERO_SPAN_ID else b""
     trace_id = span.trace_id
     trace_id = ids.setdefault(trace_id, trace_id)

@@ -13,7 +13,6 @@ span events are (compaction.py); a record that cannot be kept is counted by reas
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -55,20 +54,18 @@ class LogEvent(NamedTuple):
     """What the same event on a span is: its name, time and attributes (a kvlist body flattened into them)."""
 
 
-def route_records(req: ExportLogsServiceRequest, n: int) -> tuple[list[list[int]], list[Rejected]]:
-    """The positions of the usable records each of ``n`` owners takes (``compaction.route`` by trace id),
-    and the others by reason."""
-    picks: list[list[int]] = [[] for _ in range(n)]
+def usable_records(req: ExportLogsServiceRequest) -> tuple[list[int], list[Rejected]]:
+    """The positions of the request's usable records (counted over its records in order), and the others by
+    reason. Which process owns each record's trace is the service's decision (``service.assemble.routing``)."""
+    usable: list[int] = []
     rejected: dict[str, int] = {}
-    position = 0
-    for record in _records(req):
-        reason = _reject_reason(record)
-        if reason is not None:
-            rejected[reason] = rejected.get(reason, 0) + 1
+    for position, record in enumerate(log_records(req)):
+        reason = reject_reason(record)
+        if reason is None:
+            usable.append(position)
         else:
-            picks[zlib.crc32(record.trace_id) % n if n > 1 else 0].append(position)
-        position += 1
-    return picks, [Rejected(r, c) for r, c in rejected.items()]
+            rejected[reason] = rejected.get(reason, 0) + 1
+    return usable, [Rejected(r, c) for r, c in rejected.items()]
 
 
 def events_at(req: ExportLogsServiceRequest, picks: Iterable[int]) -> list[LogEvent]:
@@ -93,8 +90,8 @@ def events_at(req: ExportLogsServiceRequest, picks: Iterable[int]) -> list[LogEv
 
 def events_from_request(req: ExportLogsServiceRequest) -> tuple[list[LogEvent], list[Rejected]]:
     """Every usable record's ``LogEvent``; the others counted by reason. Never raises on content."""
-    picks, rejected = route_records(req, 1)
-    return events_at(req, picks[0]), rejected
+    usable, rejected = usable_records(req)
+    return events_at(req, usable), rejected
 
 
 def joined(spans: Sequence[SpanRecord], logs: Sequence[LogEvent]) -> tuple[SpanRecord, ...]:
@@ -173,13 +170,14 @@ def _enclosing(spans: tuple[SpanRecord, ...], time_ns: int) -> int:
     return min(roots, key=lambda i: (spans[i].start_ns, i))
 
 
-def _records(req: ExportLogsServiceRequest) -> Iterable[Any]:
+def log_records(req: ExportLogsServiceRequest) -> Iterable[Any]:
+    """The request's log records, in order (what record positions count over)."""
     for rl in req.resource_logs:
         for sl in rl.scope_logs:
             yield from sl.log_records
 
 
-def _reject_reason(record: Any) -> str | None:
+def reject_reason(record: Any) -> str | None:
     # Not read first: an application's own log lines (no trace id, or any) are not ours to join.
     if not keeps_event(_name(record)):
         return "not_read"

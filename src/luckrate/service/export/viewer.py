@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from luckrate.service.config import Endpoint
-from luckrate.service.run_ring import Held, RunRing
+from luckrate.service.export.run_ring import Held, RunRing
 from luckrate.service.security import token_ok
 from luckrate.view import model, render
 

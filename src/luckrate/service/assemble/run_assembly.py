@@ -23,35 +23,26 @@ import heapq
 import itertools
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from luckrate.adapters.otlp.runs import MAX_TRACES_PER_RUN, TraceTies, adopted_parents, run_ties
-from luckrate.service.assembler import CompletedTrace, Count, _no_count
+from luckrate.adapters.otlp.runs import MAX_TRACES_PER_RUN
+from luckrate.service.grade.completed import CompletedRun, CompletedTrace
+from luckrate.service.export.telemetry import Count, no_count
+from luckrate.service.export.instruments import RUNS_ACTIVE, RUNS_ASSEMBLY, RUNS_COMPLETED
 
 
 @dataclass(frozen=True)
-class CompletedRun:
-    """Completed traces graded as one run, in the order they completed."""
+class RunLimits:
+    """Which traces make one run, and when a run is complete (see the module's docstring)."""
 
-    traces: tuple[CompletedTrace, ...]
-    reason: str
-    """One of ``telemetry.RUN_REASONS``."""
-    late: bool = False
-    """A trace that links into a run already graded: counted and settled, not graded."""
-
-    @property
-    def trace_id(self) -> bytes:
-        """The run's id: its first trace's (the verdict log's ``trace_id``, the exemplar's)."""
-        return self.traces[0].trace_id
-
-    @property
-    def first_seen(self) -> float:
-        return min(t.first_seen for t in self.traces)
-
-    @property
-    def ties(self) -> list[tuple[bytes, TraceTies | None]]:
-        return [(t.trace_id, t.ties) for t in self.traces]
+    conversation: bool = False
+    """Traces sharing a conversation id are one run too (``runs_by = "conversation"``)."""
+    wait: float = 30.0
+    max_age: float = 600.0
+    max_traces: int = MAX_TRACES_PER_RUN
+    memory: int = 100_000
+    """Trace ids of graded runs remembered (a trace linking to one of them is late)."""
 
 
 class _Run:
@@ -73,18 +64,15 @@ class RunAssembler:
     def __init__(
         self,
         emit: Callable[[CompletedRun], None],
+        limits: RunLimits = RunLimits(),
         *,
-        conversation: bool = False,
-        wait: float = 30.0,
-        max_age: float = 600.0,
-        max_traces: int = MAX_TRACES_PER_RUN,
-        memory: int = 100_000,
         clock: Callable[[], float] = time.monotonic,
-        count: Count = _no_count,
+        count: Count = no_count,
     ):
         self._emit = emit
-        self._conversation = conversation
-        self._wait, self._max_age, self._max_traces, self._memory = wait, max_age, max_traces, memory
+        self._conversation = limits.conversation
+        self._wait, self._max_age = limits.wait, limits.max_age
+        self._max_traces, self._memory = limits.max_traces, limits.memory
         self._clock = clock
         self._count = count
         self._run_of: dict[bytes, _Run] = {}
@@ -127,11 +115,11 @@ class RunAssembler:
                     if held is not None:
                         runs[id(held)] = held
         if late and not runs:
-            self._count("luckrate.runs.assembly", 1, outcome="late_traces")
+            self._count(RUNS_ASSEMBLY.name, 1, outcome="late_traces")
             self._emit(CompletedRun((trace,), "quiet", late=True))
             return
         if runs:  # as ``luckrate grade`` counts: traces minus runs
-            self._count("luckrate.runs.assembly", len(runs), outcome="traces_joined")
+            self._count(RUNS_ASSEMBLY.name, len(runs), outcome="traces_joined")
         run = self._merge(list(runs.values()), now)
         run.traces.append(trace)
         self._run_of[trace.trace_id] = run
@@ -143,7 +131,7 @@ class RunAssembler:
             for c in ties.conversations:
                 run.conversations.add(c)
                 self._by_conversation[c] = run
-        self._count("luckrate.runs.active", 1)
+        self._count(RUNS_ACTIVE.name, 1)
         if len(run.traces) >= self._max_traces:  # counted as completed by max_traces, the service's runs_split
             self._complete(run, "max_traces")
         else:
@@ -210,12 +198,7 @@ class RunAssembler:
             if self._by_conversation.get(c) is run:
                 del self._by_conversation[c]
         if run.wanted:
-            self._count("luckrate.runs.assembly", len(run.wanted), outcome="links_missing")
-        self._count("luckrate.runs.active", -len(run.traces))
-        self._count("luckrate.runs.completed", 1, reason=reason)
+            self._count(RUNS_ASSEMBLY.name, len(run.wanted), outcome="links_missing")
+        self._count(RUNS_ACTIVE.name, -len(run.traces))
+        self._count(RUNS_COMPLETED.name, 1, reason=reason)
         self._emit(CompletedRun(tuple(run.traces), reason))
-
-
-def parents_of(run: CompletedRun, ordered: Sequence[bytes]) -> dict[tuple[bytes, bytes], bytes]:
-    """``runs.adopted_parents`` for a run's traces, ``ordered`` by start (each trace's first span)."""
-    return adopted_parents(run_ties(run.ties), {t: i for i, t in enumerate(ordered)})

@@ -26,21 +26,24 @@ import threading
 import time
 from dataclasses import dataclass, field
 from queue import SimpleQueue
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from luckrate.adapters.otlp.compaction import route
-from luckrate.service.assembler import SpanBudget
-from luckrate.service.config import ServiceConfig
-from luckrate.service.grading_process import send_batch, send_stop, worker_main
-from luckrate.service.intake import Judged
-from luckrate.service.run_ring import unpack
-from luckrate.service.tally import Report, apply
-from luckrate.service.telemetry import Telemetry
-from luckrate.service.wal import Feed, WriteAheadLog
-from luckrate.service.worker import VerdictLog
+from luckrate.service.assemble.assembler import SpanBudget
+from luckrate.core.spec import Spec, spec_for
+from luckrate.service.config import ServiceConfig, worker_count
+from luckrate.service.process.pipeline import Sinks
+from luckrate.service.process.grading_process import send_batch, send_stop, worker_main
+from luckrate.service.assemble.intake import Handover
+from luckrate.service.assemble.routing import Judged, route
+from luckrate.service.export.run_ring import unpack
+from luckrate.service.grade.tally import Report, apply
+from luckrate.service.export.telemetry import Telemetry
+from luckrate.service.assemble.wal import Feed
+from luckrate.service.grade.verdict_log import VerdictLog
+from luckrate.service.export.instruments import LOG_RECORDS_DROPPED, SPANS_LOST, TRACES_ACTIVE
 
 log = logging.getLogger(__name__)
 
@@ -139,29 +142,24 @@ class WorkerPool:
     """N grading processes behind one Intake: ``prepare`` and ``submit`` are its hand-over hooks."""
 
     def __init__(
-        self,
-        cfg: ServiceConfig,
-        n: int,
-        telemetry: Telemetry,
-        budget: SpanBudget,
-        wal: WriteAheadLog | None = None,
-        replay: Feed | None = None,
-        hold: Callable[[Any, Any, tuple[str, ...]], Any] | None = None,
+        self, cfg: ServiceConfig, telemetry: Telemetry, budget: SpanBudget, sinks: Sinks, specs: Mapping[str, Spec]
     ):
-        """``wal``: marked with the traces each report settles (after their verdict lines); when a worker
-        dies, what it held is read back from it and handed to its successor through ``replay``
-        (``Intake.replay``). ``hold(grade, trajectory, trace ids)``: each run a report carries, for the run
-        viewer (the grading processes send them only when it is on)."""
-        self._hold = hold
-        self.n = n
-        self._wal = wal
-        self.replay = replay
+        """``sinks.wal``: marked with the traces each report settles (after their verdict lines); when a
+        worker dies, what it held is read back from it and handed to its successor through ``replay``
+        (``Intake.replay``, set once the intake exists). ``sinks.ring``: each run a report carries, with the
+        spec it was graded against (the grading processes load the same spec file), for the run viewer
+        (the grading processes send them only when it is on)."""
+        self._ring = sinks.ring
+        self._specs = specs
+        self.n = worker_count(cfg)
+        self._wal = sinks.wal
+        self.replay: Feed | None = None
         self._cfg = cfg
         self._telemetry = telemetry
         self._budget = budget
         self._verdicts = VerdictLog(cfg.verdict_log) if cfg.verdict_log else None
         self._context = multiprocessing.get_context("spawn")
-        self._slots = [_Slot(i) for i in range(n)]
+        self._slots = [_Slot(i) for i in range(self.n)]
         self._readers: list[threading.Thread] = []
         self._apply_lock = threading.Lock()
         self._stopping = False
@@ -180,6 +178,11 @@ class WorkerPool:
     @property
     def pids(self) -> list[int]:
         return [s.process.pid for s in self._slots if s.process is not None]
+
+    def handover(self) -> Handover:
+        """Where the intake hands accepted requests: each worker gets the request's encoding and the
+        positions of the spans (or records) of its traces."""
+        return Handover(self.submit, self.prepare, self.submit_logs, self.prepare_logs)
 
     @staticmethod
     def prepare(request: ExportTraceServiceRequest, judged: Judged, raw: bytes | None) -> tuple[list[list[int]], bytes]:
@@ -285,9 +288,12 @@ class WorkerPool:
             if self._verdicts is not None:
                 for line in report.lines:
                     self._verdicts.write_line(line)
-        if self._hold is not None:
+        if self._ring is not None:
             for packed in report.runs:
-                self._hold(*unpack(packed))
+                g, traj, traces = unpack(packed)
+                spec = spec_for(self._specs, g.agent)
+                if spec is not None:
+                    self._ring.add(g, traj, spec, traces)
         if self._wal is not None and report.traces:
             self._wal.settle(report.traces)
 
@@ -308,11 +314,11 @@ class WorkerPool:
             old.put(_STOP_SENDING)
         self._budget.release(lost + lost_records)
         with self._apply_lock:
-            self._telemetry.add("luckrate.spans.lost", lost, reason="worker_died")
+            self._telemetry.add(SPANS_LOST.name, lost, reason="worker_died")
             if lost_records:
-                self._telemetry.add("luckrate.log_records.dropped", lost_records, reason="worker_died")
+                self._telemetry.add(LOG_RECORDS_DROPPED.name, lost_records, reason="worker_died")
             if active:
-                self._telemetry.add("luckrate.traces.active", -active)
+                self._telemetry.add(TRACES_ACTIVE.name, -active)
         if self._stopping:
             self._failed = True
             log.error("worker %d died while draining (exit code %s): %d span(s) lost", slot.index, code, lost)

@@ -16,13 +16,29 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from luckrate.adapters.otlp import SpanRecord, request_from_protobuf
-from luckrate.adapters.otlp.compaction import Rejected, records_at, route_spans
+from luckrate.adapters.otlp.compaction import records_at
 from luckrate.adapters.otlp.conventions import interning
-from luckrate.adapters.otlp.logs import LogEvent, events_at, route_records
+from luckrate.adapters.otlp.logs import LogEvent, events_at
+from luckrate.adapters.otlp.spans import DEFAULT_OUTPUT_ATTRIBUTE
 from luckrate.adapters.otlp.runs import CONVERSATION_KEY, Assembly, TraceTies, ties_by_trace
-from luckrate.service.assembler import SpanBudget
-from luckrate.service.wal import LogRefused, WriteAheadLog
-from luckrate.service.wal_format import TRACES
+from luckrate.service.assemble.assembler import SpanBudget
+from luckrate.service.assemble.routing import Judged, judge_records, judge_spans
+from luckrate.service.assemble.wal import LogRefused, WriteAheadLog
+from luckrate.service.assemble.wal_format import TRACES
+from luckrate.service.export.telemetry import Count
+from luckrate.service.export.instruments import (
+    LOG_RECORDS_ACCEPTED,
+    LOG_RECORDS_RECEIVED,
+    LOG_RECORDS_REJECTED,
+    LOG_REQUESTS_REFUSED,
+    REQUESTS_RECEIVED,
+    REQUESTS_REFUSED,
+    RUNS_ASSEMBLY,
+    SPANS_ACCEPTED,
+    SPANS_RECEIVED,
+    SPANS_REJECTED,
+    SPANS_REPLAYED,
+)
 
 _CONVERSATION = CONVERSATION_KEY.encode()
 MAX_MESSAGE = 1024
@@ -43,27 +59,6 @@ class Outcome:
     UNAVAILABLE / 503 + Retry-After rather than RESOURCE_EXHAUSTED / 429."""
 
 
-class Judged(NamedTuple):
-    """What one pass over a request's span ids found."""
-
-    usable: int
-    rejected: list[Rejected]
-    """The other spans, by reason."""
-    picks: list[list[int]]
-    """The usable spans' positions, per owner (``compaction.route_spans``)."""
-
-
-def judge_spans(request: ExportTraceServiceRequest, owners: int = 1) -> Judged:
-    picks, rejected = route_spans(request, owners)
-    return Judged(sum(map(len, picks)), rejected, picks)
-
-
-def judge_records(request: ExportLogsServiceRequest, owners: int = 1) -> Judged:
-    """``judge_spans`` for a logs request's records (``logs.route_records``)."""
-    picks, rejected = route_records(request, owners)
-    return Judged(sum(map(len, picks)), rejected, picks)
-
-
 class _Kind(NamedTuple):
     """What differs between accepting spans and accepting log records: the judge and the counters."""
 
@@ -78,20 +73,47 @@ class _Kind(NamedTuple):
 
 SPANS = _Kind(
     judge_spans,
-    "luckrate.spans.received",
-    "luckrate.spans.accepted",
-    "luckrate.spans.rejected",
-    "luckrate.requests.refused",
+    SPANS_RECEIVED.name,
+    SPANS_ACCEPTED.name,
+    SPANS_REJECTED.name,
+    REQUESTS_REFUSED.name,
     "span",
 )
 LOGS = _Kind(
     judge_records,
-    "luckrate.log_records.received",
-    "luckrate.log_records.accepted",
-    "luckrate.log_records.rejected",
-    "luckrate.log_requests.refused",
+    LOG_RECORDS_RECEIVED.name,
+    LOG_RECORDS_ACCEPTED.name,
+    LOG_RECORDS_REJECTED.name,
+    LOG_REQUESTS_REFUSED.name,
     "log record",
 )
+
+
+@dataclass(frozen=True)
+class Handover:
+    """Where the intake hands accepted requests: to the assembler's queue (one process) or to the grading
+    processes (``process.pool``). ``prepare(request, judged, raw)`` makes what ``submit`` takes; None: the
+    records of the usable spans, compacted here. ``submit_logs`` and ``prepare_logs`` are the same for log
+    records (by default their ``LogEvent``s); without ``submit_logs`` the intake takes no log records
+    (``accept_logs`` raises)."""
+
+    submit: Callable[[Any], None]
+    """Never blocks: the budget bounds what waits behind it."""
+    prepare: Callable[..., Any] | None = None
+    submit_logs: Callable[[Any], None] | None = None
+    prepare_logs: Callable[..., Any] | None = None
+
+
+@dataclass(frozen=True)
+class IntakeOptions:
+    """How the intake reads what it takes (defaults: one process, each trace a run)."""
+
+    keep_attribute: str = DEFAULT_OUTPUT_ATTRIBUTE
+    """The output verdict's span attribute, kept when spans are compacted."""
+    owners: int = 1
+    """Grading processes the usable spans' positions are shared out among (``routing``)."""
+    runs_by: str = "trace"
+    """With links or conversation, the records handed over carry what ties their traces to others (``Tied``)."""
 
 
 class Intake:
@@ -99,36 +121,26 @@ class Intake:
 
     def __init__(
         self,
-        submit: Callable[[Any], None],
+        to: Handover,
         budget: SpanBudget,
-        count: Callable[..., None],
-        *,
-        keep_attribute: str = "luckrate.output_ok",
-        owners: int = 1,
-        prepare: Callable[..., Any] | None = None,
+        count: Count,
+        options: IntakeOptions = IntakeOptions(),
         wal: WriteAheadLog | None = None,
-        submit_logs: Callable[[Any], None] | None = None,
-        prepare_logs: Callable[..., Any] | None = None,
-        runs_by: str = "trace",
     ):
-        """Each request is judged once (``judge_spans``), its usable spans' positions shared out among
-        ``owners`` grading processes; ``prepare(request, judged, raw)`` makes what ``submit`` takes, by
-        default the records of those spans. Grading processes take the request itself
-        (``workers.WorkerPool``). With ``wal``, an accepted traces request is appended to it before it is
-        handed over (and so before the client hears OK); ``replay`` hands back what it held at start.
-        ``submit_logs`` and ``prepare_logs`` are the same for log records (by default their ``LogEvent``s);
-        without ``submit_logs`` the intake takes no log records (``accept_logs`` raises). Logs requests are
-        not written to the write-ahead log: they are accepted unlogged, a full log included. With ``runs_by``
-        links or conversation, the records handed over carry what ties their traces to others (``Tied``)."""
-        self._runs_by = runs_by
-        self._submit = submit
-        self._owners = owners
-        self._prepare = prepare or self._records
-        self._submit_logs = submit_logs
-        self._prepare_logs = prepare_logs or self._events
+        """Each request is judged once (``judge_spans``), its usable spans' positions shared out among the
+        owners, and handed over (``to``). With ``wal``, an accepted traces request is appended to it before
+        it is handed over (and so before the client hears OK); ``replay`` hands back what it held at start.
+        Logs requests are not written to the write-ahead log: they are accepted unlogged, a full log
+        included."""
+        self._runs_by = options.runs_by
+        self._submit = to.submit
+        self._owners = options.owners
+        self._prepare = to.prepare or self._records
+        self._submit_logs = to.submit_logs
+        self._prepare_logs = to.prepare_logs or self._events
         self._budget = budget
         self._count = count
-        self._keep = keep_attribute
+        self._keep = options.keep_attribute
         self._wal = wal
         self._tables = interning()
         """The compaction tables every record this intake buffers shares its strings and layouts through."""
@@ -165,7 +177,7 @@ class Intake:
         # Reserve buffer space before compacting: a saturated server otherwise spent most of its CPU
         # compacting retried requests only to throw the records away (benchmarks/README.md).
         if kind is SPANS:  # an export of traces with no spans counts here (logs have counters of their own)
-            self._count("luckrate.requests.received", 1, transport=transport)
+            self._count(REQUESTS_RECEIVED.name, 1, transport=transport)
         judged = kind.judge(request, self._owners)
         usable, rejected = judged.usable, judged.rejected
         bad = sum(r.count for r in rejected)
@@ -227,7 +239,7 @@ class Intake:
             return set(), 0
         mine = Judged(n, [], picks)
         self._budget.reserve(n)
-        self._count("luckrate.spans.replayed", n)
+        self._count(SPANS_REPLAYED.name, n)
         self._submit(self._prepare(request, mine, body))
         return {spans[p].trace_id for owner in picks for p in owner}, n
 
@@ -244,7 +256,7 @@ class Intake:
         conversation = self._runs_by == "conversation" and (raw is None or _CONVERSATION in raw)
         tied.ties = ties_by_trace(request, mine.__contains__, conversation, assembly)
         for outcome, n in assembly.counts.items():
-            self._count("luckrate.runs.assembly", n, outcome=outcome)
+            self._count(RUNS_ASSEMBLY.name, n, outcome=outcome)
         return tied
 
     def _events(self, request: ExportLogsServiceRequest, judged: Judged, raw: bytes | None) -> list[LogEvent]:

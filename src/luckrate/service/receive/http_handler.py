@@ -1,14 +1,8 @@
-"""OTLP/HTTP receiver: ``POST /v1/traces`` and ``POST /v1/logs`` (protobuf or JSON, optionally gzip; a
-Content-Length or a chunked body, see http_framing) and ``/healthz``, ``/readyz``.
+"""The OTLP/HTTP receiver's request handler: one ``Handler`` class per receiver (``handler_class``), run by
+``http.server`` on a thread per connection; what it answers, and how it reads a body within the limits.
 
-Stdlib only (ThreadingHTTPServer): one thread per connection, HTTP/1.1 keep-alive. Answers follow the
-OTLP spec and the Collector's receiver: 415 for other media types, 405 for other methods, 413 over the
-size limit, 400 undecodable, 401 without a valid token, 429 + Retry-After when the buffer is full. What
-http.server itself refuses (not HTTP/1.x, over its line limits) is counted among the refusals too.
-
-Slow and greedy clients are bounded: at most ``max_connections`` connections are served at once (more get
-503 + Retry-After and are counted), a connection may idle ``idle_timeout`` seconds between requests, and a
-request's headers and body must arrive within ``request_timeout`` seconds of its first byte.
+It reads from its receiver only what ``Served`` names, so the receiver (``http_receiver``) owns the server
+and the listening socket, and this module the HTTP exchange.
 """
 
 from __future__ import annotations
@@ -17,11 +11,10 @@ import io
 import json
 import logging
 import socket
-import ssl
-import threading
 import zlib
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
+from typing import Any, Protocol
 
 from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsPartialSuccess, ExportLogsServiceResponse
@@ -30,26 +23,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from luckrate.adapters import InvalidInput
-from luckrate.adapters.otlp import (
-    logs_request_from_json,
-    logs_request_from_protobuf,
-    request_from_json,
-    request_from_protobuf,
-)
-from luckrate.service import status
-from luckrate.service.config import Endpoint
-from luckrate.service.http_framing import BadFraming, Framing, TooLarge, discard_chunked, framing, read_chunked
-from luckrate.service.http_limits import (
-    CHUNK,
-    LINGER_BYTES,
-    CappedServer,
-    Deadline,
-    DeadlineReader,
-    answer_and_close,
-    close_quietly,
-)
-from luckrate.service.intake import Intake, Outcome
+from luckrate.service.assemble.intake import Intake, Outcome
+from luckrate.service.receive import status
+from luckrate.service.receive.framing import BadFraming, Framing, TooLarge, discard_chunked, framing, read_chunked
+from luckrate.service.receive.limits import CHUNK, LINGER_BYTES, Deadline, DeadlineReader
 from luckrate.service.security import token_ok
 
 log = logging.getLogger(__name__)
@@ -59,17 +36,16 @@ LOGS_PATH = "/v1/logs"
 EXPORT_PATHS = (TRACES_PATH, LOGS_PATH)
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-REFUSE_LINGER = 2.0
-"""Seconds a connection refused at the cap may take to be answered and drained before it is closed."""
-REFUSERS = 16
-"""Threads that may answer refused connections at once; beyond them a refused connection is just closed."""
 UNAVAILABLE = 14
-"""google.rpc.Code for the 503 sent over the connection cap."""
+"""google.rpc.Code for a 503 (over the connection cap, or the write-ahead log cannot take a request)."""
 UNIMPLEMENTED = 12
 """google.rpc.Code for the 501 sent for a transfer coding other than chunked."""
 
 
-class _Refused(Exception):
+class Refused(Exception):
+    """A request answered with an error: its HTTP and google.rpc codes, and the refusal reason it is counted
+    under (None: counted elsewhere)."""
+
     def __init__(
         self,
         http_code: int,
@@ -88,124 +64,42 @@ class _Refused(Exception):
         )
 
 
-class HttpReceiver:
-    def __init__(
-        self,
-        endpoint: Endpoint,
-        intake: Intake,
-        *,
-        max_request_bytes: int,
-        retry_after: int,
-        token: str | None = None,
-        tls: ssl.SSLContext | None = None,
-        max_connections: int = 256,
-        request_timeout: float = 30.0,
-        idle_timeout: float = 15.0,
-    ):
-        self.name = "http"
-        self.endpoint = endpoint
-        self.intake = intake
-        self.max_request_bytes = max_request_bytes
-        self.retry_after = retry_after
-        self.token = token
-        self.max_connections = max_connections
-        self.request_timeout = request_timeout
-        self.idle_timeout = idle_timeout
-        self._tls = tls
-        self._refusers = threading.BoundedSemaphore(REFUSERS)
-        self._busy = _busy_response(retry_after)
-        self._server: CappedServer | None = None
-        self.port = endpoint.port
-        self.ready = False
+class Served(Protocol):
+    """What a request handler reads from its receiver."""
 
-    def start(self) -> None:
-        try:
-            self._server = CappedServer((self.endpoint.host, self.endpoint.port), _handler(self))
-        except OSError as e:
-            raise OSError(e.errno, f"http {self.endpoint}: cannot bind ({e.strerror})") from None
-        self._server.tls = self._tls
-        self._server.slots = threading.BoundedSemaphore(self.max_connections)
-        self._server.refuse = self._refuse_connection
-        self.port = self._server.server_address[1]
-        threading.Thread(target=self._server.serve_forever, args=(0.1,), name="luckrate-http", daemon=True).start()
-        self.ready = True
+    intake: Intake
+    token: str | None
+    max_request_bytes: int
+    retry_after: int
+    request_timeout: float
+    idle_timeout: float
+    ready: bool
 
-    def shutdown(self) -> None:
-        """Stop accepting connections; safe without start and twice."""
-        self.ready = False
-        server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-
-    def _refuse_connection(self, sock: socket.socket) -> None:
-        """Over the connection cap: count it and answer 503 + Retry-After from a small bounded set of
-        threads, so the accept loop never waits on a client; with those busy too, just close."""
-        self.intake.refuse("http", "connection_limit")
-        if not self._refusers.acquire(blocking=False):
-            close_quietly(sock)
-            return
-
-        def answer() -> None:
-            try:
-                answer_and_close(sock, self._busy, min(REFUSE_LINGER, self.request_timeout))
-            finally:
-                self._refusers.release()
-
-        try:
-            threading.Thread(target=answer, name="luckrate-http-refuse", daemon=True).start()
-        except RuntimeError:
-            self._refusers.release()
-            close_quietly(sock)
-
-    def decode(self, body: bytes, content_type: str, encoding: str, logs: bool = False):
-        """Decompress and decode a request body (a logs request with ``logs``): the request, and its
-        protobuf encoding when that is what came (grading processes take it as is, not encoded again);
-        raises _Refused."""
-        if encoding in ("gzip", "deflate"):
-            body = _inflate(body, encoding, self.max_request_bytes)
-        elif encoding not in ("", "identity"):
-            raise _Refused(415, 3, f"unsupported Content-Encoding {encoding[:40]!r}", "unsupported_media_type")
-        try:
-            if content_type == PROTOBUF:
-                return (logs_request_from_protobuf if logs else request_from_protobuf)(body), body
-            return (logs_request_from_json if logs else request_from_json)(body), None
-        except InvalidInput as e:
-            raise _Refused(400, status.INVALID_ARGUMENT, str(e)[:1024], "undecodable") from None
+    def decode(self, body: bytes, content_type: str, encoding: str, logs: bool = False) -> tuple[Any, bytes | None]:
+        """The decoded request, and its protobuf encoding when that is what came; raises ``Refused``."""
+        ...
 
 
-def _busy_response(retry_after: int) -> bytes:
-    """The whole 503 for a connection over the cap. It is sent before the request is read, so its body is
-    a protobuf google.rpc.Status (the common OTLP encoding); clients act on the status and Retry-After."""
-    body = status.encode_status(UNAVAILABLE, "too many connections: retry later", retry_after)
-    head = (
-        "HTTP/1.1 503 Service Unavailable\r\nServer: luckrate\r\n"
-        f"Content-Type: {PROTOBUF}\r\nContent-Length: {len(body)}\r\n"
-        f"Retry-After: {retry_after}\r\nConnection: close\r\n\r\n"
-    )
-    return head.encode() + body
-
-
-def _inflate(body: bytes, encoding: str, limit: int) -> bytes:
+def inflate(body: bytes, encoding: str, limit: int) -> bytes:
     inflater = zlib.decompressobj(wbits=31 if encoding == "gzip" else 15)
     try:
         out = inflater.decompress(body, limit + 1)
     except zlib.error as e:
-        raise _Refused(400, status.INVALID_ARGUMENT, f"bad {encoding} body: {e}", "undecodable") from None
+        raise Refused(400, status.INVALID_ARGUMENT, f"bad {encoding} body: {e}", "undecodable") from None
     if len(out) > limit:
-        raise _Refused(413, status.RESOURCE_EXHAUSTED, f"decompressed request over {limit} bytes", "too_large")
+        raise Refused(413, status.RESOURCE_EXHAUSTED, f"decompressed request over {limit} bytes", "too_large")
     return out
 
 
-def _framing_refused(e: BadFraming) -> _Refused:
-    return _Refused(e.code, UNIMPLEMENTED if e.code == 501 else status.INVALID_ARGUMENT, str(e), "undecodable")
+def _framing_refused(e: BadFraming) -> Refused:
+    return Refused(e.code, UNIMPLEMENTED if e.code == 501 else status.INVALID_ARGUMENT, str(e), "undecodable")
 
 
 def _media_type(header: str | None) -> str:
     return (header or "").split(";")[0].strip().lower()
 
 
-def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
+def handler_class(receiver: Served) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         timeout = receiver.idle_timeout
@@ -255,7 +149,7 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
             ctype = _media_type(self.headers.get("Content-Type"))
             try:
                 outcome = self._export(ctype, logs)
-            except _Refused as e:
+            except Refused as e:
                 if e.reason:
                     receiver.intake.refuse("http", e.reason, logs)
                 self._error(e, ctype)
@@ -276,7 +170,7 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
                 raise _framing_refused(e) from None
             if not token_ok(receiver.token, self.headers.get("Authorization")):
                 self._drain_body(frame)
-                raise _Refused(
+                raise Refused(
                     401,
                     status.UNAUTHENTICATED,
                     "missing or invalid bearer token",
@@ -285,7 +179,7 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
                 )
             if ctype not in (PROTOBUF, JSON):
                 self._drain_body(frame)
-                raise _Refused(
+                raise Refused(
                     415,
                     3,
                     f"unsupported Content-Type {ctype[:60]!r}; use {PROTOBUF} or {JSON}",
@@ -297,7 +191,7 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
             accept = receiver.intake.accept_logs if logs else receiver.intake.accept
             outcome = accept(request, "http", raw=raw)
             if outcome.throttled:  # 503 when the write-ahead log cannot take it, 429 for a full buffer
-                raise _Refused(
+                raise Refused(
                     503 if outcome.unavailable else 429,
                     UNAVAILABLE if outcome.unavailable else status.RESOURCE_EXHAUSTED,
                     outcome.message,
@@ -310,11 +204,11 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
             limit = receiver.max_request_bytes
             if frame.length is None and not frame.chunked:
                 self._linger()
-                raise _Refused(411, 3, "Content-Length or Transfer-Encoding: chunked required", "undecodable")
+                raise Refused(411, 3, "Content-Length or Transfer-Encoding: chunked required", "undecodable")
             if frame.length is not None and frame.length > limit:
                 # Answered before the body is read; discarded after, and this connection is not reused.
                 self.close_connection, self._unread = True, frame.length
-                raise _Refused(413, status.RESOURCE_EXHAUSTED, f"request over {limit} bytes", "too_large")
+                raise Refused(413, status.RESOURCE_EXHAUSTED, f"request over {limit} bytes", "too_large")
             self._continue()
             if frame.length is not None:
                 return self.rfile.read(frame.length)
@@ -322,13 +216,13 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
                 return read_chunked(self.rfile, limit)
             except TooLarge as e:
                 self._linger()
-                raise _Refused(413, status.RESOURCE_EXHAUSTED, str(e), "too_large") from None
+                raise Refused(413, status.RESOURCE_EXHAUSTED, str(e), "too_large") from None
             except BadFraming as e:
                 self._linger()
                 raise _framing_refused(e) from None
             except EOFError as e:  # the client stopped sending: answered if it still listens, counted
                 self.close_connection = True
-                raise _Refused(400, status.INVALID_ARGUMENT, str(e), "undecodable") from None
+                raise Refused(400, status.INVALID_ARGUMENT, str(e), "undecodable") from None
 
         def handle_expect_100(self) -> bool:
             """Defer the 100 Continue until the headers pass every check: a refused client never sends
@@ -397,7 +291,7 @@ def _handler(receiver: HttpReceiver) -> type[BaseHTTPRequestHandler]:
                 body = response.SerializeToString()
             self._send(200, ctype, body)
 
-        def _error(self, e: _Refused, ctype: str) -> None:
+        def _error(self, e: Refused, ctype: str) -> None:
             retry = receiver.retry_after if e.http_code in (429, 503) else None
             if ctype == PROTOBUF:
                 body = status.encode_status(e.grpc_code, e.message, retry)

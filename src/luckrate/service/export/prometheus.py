@@ -25,7 +25,7 @@ from opentelemetry.sdk.metrics.export import (
 )
 
 from luckrate.service.config import Endpoint
-from luckrate.service.telemetry import BY_NAME, Instrument, prometheus_name
+from luckrate.service.export.instruments import BY_NAME, Instrument, prometheus_name
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,9 @@
 """Trace assembly: buffer span records per trace id until the trace is complete, then hand it on.
 
-One thread owns the ``Assembler`` (``AssemblerLoop``); receivers hand it batches through a queue whose
-size is bounded by the ``SpanBudget`` they must reserve from first. Completion is decided in time
-buckets (like the tail-sampling idbatcher), not with a timer per trace, and the clock is injected so
-tests advance a fake one.
+One thread owns the ``Assembler`` (``process.in_process.AssemblerLoop``, or a grading process's loop);
+receivers hand it batches through a queue whose size is bounded by the ``SpanBudget`` they must reserve
+from first. Completion is decided in time buckets (like the tail-sampling idbatcher), not with a timer per
+trace, and the clock is injected so tests advance a fake one.
 
 Log records (``LogEvent``s) are held beside their trace's spans (``add_logs``): they usually arrive first,
 and are joined to the spans when the grader reads the trace (``CompletedTrace.spans``). They take room in
@@ -12,33 +12,36 @@ the same budget, and a trace holds at most ``max_spans_per_trace`` of them.
 
 from __future__ import annotations
 
-import functools
 import heapq
 import logging
 import math
-import queue
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 from operator import attrgetter
 
 from luckrate.adapters.otlp import SpanRecord
-from luckrate.adapters.otlp.logs import LogEvent, joined
+from luckrate.adapters.otlp.logs import LogEvent
 from luckrate.adapters.otlp.runs import Assembly, TraceTies
-from luckrate.adapters.otlp.spans import PackedSpan, unpacked
+from luckrate.service.grade.completed import CompletedTrace
+from luckrate.service.grade.ledger import NO_LEDGER, Ledger
+from luckrate.adapters.otlp.spans import PackedSpan
 from luckrate.service.config import ServiceConfig
+from luckrate.service.export.telemetry import Count, no_count
+from luckrate.service.export.instruments import (
+    LOG_RECORDS_ASSEMBLED,
+    LOG_RECORDS_DROPPED,
+    RUNS_ASSEMBLY,
+    SPANS_ASSEMBLED,
+    SPANS_DUPLICATE,
+    SPANS_LATE,
+    TRACES_ACTIVE,
+    TRACES_COMPLETED,
+)
 
 log = logging.getLogger(__name__)
-
-Count = Callable[..., None]
-"""``count(instrument_name, value, **attributes)``: Telemetry.add or a test's recorder."""
-
-
-def _no_count(name: str, value: float = 1, **attributes: str) -> None:
-    pass
 
 
 @dataclass(frozen=True)
@@ -68,41 +71,6 @@ class Limits:
             cfg.late_memory,
             bucket=min(cls.bucket, cfg.root_grace / 4),
         )
-
-
-@dataclass(frozen=True)
-class CompletedTrace:
-    """A trace handed to the grader."""
-
-    trace_id: bytes
-    packed: tuple
-    """The spans as buffered (``PackedSpan``s, or records), in arrival order."""
-    reason: str
-    """One of ``telemetry.COMPLETION_REASONS``."""
-    first_seen: float
-    """Clock time the first span (or log record) arrived (for the first-span-to-verdict delay)."""
-    logs: tuple[LogEvent, ...] = ()
-    """The trace's log records, in arrival order."""
-    ties: TraceTies | None = None
-    """Span links to other traces and conversation ids (only when runs are assembled across traces)."""
-
-    @functools.cached_property
-    def spans(self) -> tuple[SpanRecord, ...]:
-        """The records the adapter reads, in arrival order (the adapter orders steps by time), with the log
-        records joined to their spans as span events (``logs.joined``). Built on first use, by the grading
-        thread: a trace waiting for the grader stays packed (a full buffer is mostly such traces), and its
-        records are fresh in the cache when they are read."""
-        return joined(unpacked(self.packed), self.logs)
-
-    @property
-    def root_span_id(self) -> bytes:
-        """The span a verdict is attached to (log event, exemplar): the earliest span without a parent, else
-        (the root never arrived) the earliest span whose parent is not in the trace, else the earliest."""
-        if not self.spans:
-            return b""
-        ids = {s.span_id for s in self.spans}
-        roots = [s for s in self.spans if not s.parent_id] or [s for s in self.spans if s.parent_id not in ids]
-        return min(roots or self.spans, key=lambda s: (s.start_ns, s.span_id)).span_id
 
 
 class SpanBudget:
@@ -165,18 +133,15 @@ class Assembler:
         *,
         limits: Limits = Limits(),
         clock: Callable[[], float] = time.monotonic,
-        count: Count = _no_count,
-        release: Callable[[int], None] = lambda n: None,
-        release_logs: Callable[[int], None] | None = None,
+        count: Count = no_count,
+        ledger: Ledger = NO_LEDGER,
     ):
-        """``release(n)``: n dropped spans' room back to the budget; ``release_logs`` the same for log
-        records (by default ``release``: one budget holds both)."""
+        """``ledger``: paid for the spans and log records dropped here (duplicate, late, over the limit)."""
         self._emit = emit
         self._limits = limits
         self._clock = clock
         self._count = count
-        self._release = release
-        self._release_logs = release_logs or release
+        self._ledger = ledger
         self._traces: dict[bytes, _Trace] = {}
         self._done: OrderedDict[bytes, None] = OrderedDict()
         # Trace ids by the bucket they are due in. A list, not a set: a trace scheduled twice in one bucket
@@ -204,13 +169,13 @@ class Assembler:
         """Buffer spans; duplicates and late spans are counted, released from the budget and dropped.
         ``PackedSpan``s are buffered as they are and handed on as records."""
         now = self._clock()
-        dropped = {"luckrate.spans.duplicate": 0, "luckrate.spans.late": 0}
+        late = duplicate = 0
         touched: dict[bytes, _Trace] = {}
         done, traces, max_spans = self._done, self._traces, self._limits.max_spans_per_trace
         for rec in records:
             tid = rec.trace_id
             if tid in done:
-                dropped["luckrate.spans.late"] += 1
+                late += 1
                 continue
             trace = traces.get(tid)
             if trace is None:
@@ -218,7 +183,7 @@ class Assembler:
                 self._opened += 1
             sid, ids = rec.span_id, trace.ids
             if sid in ids if ids is not None else sid in map(_SPAN_ID, trace):
-                dropped["luckrate.spans.duplicate"] += 1
+                duplicate += 1
                 continue
             trace.append(rec)
             if ids is not None:
@@ -237,9 +202,9 @@ class Assembler:
         tied = getattr(records, "ties", None)
         if tied:
             self._tie(tied)
-        for name, n in dropped.items():
+        for name, n in ((SPANS_DUPLICATE.name, duplicate), (SPANS_LATE.name, late)):
             if n:
-                self._release(n)  # before counting, so whoever sees the count also sees the room
+                self._ledger.release(n)  # before counting, so whoever sees the count also sees the room
                 self._count(name, n)
         self._flush_counts()
 
@@ -288,7 +253,7 @@ class Assembler:
 
     def _drop_logs(self, reason: str, n: int) -> None:
         if n:
-            self._release_logs(n)  # before counting, so whoever sees the count also sees the room
+            self._ledger.release(0, n)  # before counting, so whoever sees the count also sees the room
             self._logs_dropped[reason] = self._logs_dropped.get(reason, 0) + n
 
     def expire(self) -> int:
@@ -350,85 +315,18 @@ class Assembler:
     def _flush_counts(self) -> None:
         closed = sum(self._completed.values()) + self._abandoned
         if self._opened != closed:
-            self._count("luckrate.traces.active", self._opened - closed)
+            self._count(TRACES_ACTIVE.name, self._opened - closed)
         for reason, n in self._completed.items():
-            self._count("luckrate.traces.completed", n, reason=reason)
+            self._count(TRACES_COMPLETED.name, n, reason=reason)
         if self._assembled:
-            self._count("luckrate.spans.assembled", self._assembled)
+            self._count(SPANS_ASSEMBLED.name, self._assembled)
         if self._logs_assembled:
-            self._count("luckrate.log_records.assembled", self._logs_assembled)
+            self._count(LOG_RECORDS_ASSEMBLED.name, self._logs_assembled)
         for reason, n in self._logs_dropped.items():
-            self._count("luckrate.log_records.dropped", n, reason=reason)
+            self._count(LOG_RECORDS_DROPPED.name, n, reason=reason)
         if self._assembly.counts:
             for outcome, n in self._assembly.counts.items():
-                self._count("luckrate.runs.assembly", n, outcome=outcome)
+                self._count(RUNS_ASSEMBLY.name, n, outcome=outcome)
             self._assembly.counts.clear()
         self._opened, self._completed, self._assembled = 0, {}, 0
         self._abandoned, self._logs_assembled, self._logs_dropped = 0, 0, {}
-
-
-_STOP = object()
-
-
-class _Logs(list):
-    """A batch of log records on the assembler's queue (a plain list there is a batch of spans)."""
-
-    __slots__ = ()
-
-
-class AssemblerLoop:
-    """The thread that owns an Assembler: takes batches from receivers, expires traces every bucket."""
-
-    def __init__(self, assembler: Assembler, tick: float = 0.05, runs: Any = None):
-        """``runs``: the ``run_assembly.RunAssembler`` the assembler hands completed traces to, when runs
-        are assembled across traces; this thread expires and drains it too."""
-        self.assembler = assembler
-        self.runs = runs
-        self._tick = tick
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-
-    def submit(self, records: list[SpanRecord]) -> None:
-        """Never blocks: the caller has reserved ``len(records)`` from the SpanBudget."""
-        self._queue.put(records)
-
-    def submit_logs(self, events: list[LogEvent]) -> None:
-        """As ``submit``, for log records."""
-        self._queue.put(_Logs(events))
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="luckrate-assembler", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout: float | None = None) -> bool:
-        """Take what was submitted, complete every buffered trace (reason ``shutdown``), stop.
-        Without start, drains in the caller's thread. Returns False if the thread did not finish in time."""
-        if self._thread is None:
-            self._queue.put(_STOP)
-            self._run()
-            return True
-        self._queue.put(_STOP)
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
-
-    def _run(self) -> None:
-        while True:
-            try:
-                item = self._queue.get(timeout=self._tick)
-            except queue.Empty:
-                item = None
-            try:
-                if item is _STOP:
-                    self.assembler.drain("shutdown")
-                    if self.runs is not None:
-                        self.runs.drain("shutdown")
-                    return
-                if item.__class__ is _Logs:
-                    self.assembler.add_logs(item)
-                elif item is not None:
-                    self.assembler.add(item)
-                self.assembler.expire()
-                if self.runs is not None:
-                    self.runs.expire()
-            except Exception:  # the owner must survive anything one batch does
-                log.exception("trace assembly failed on a batch")

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from http.server import ThreadingHTTPServer
 
-log = logging.getLogger("luckrate.service.receiver_http")
+log = logging.getLogger(__name__)
 
 RCVBUF = 4 * 1024 * 1024
 """The default receive buffer makes large uploads idle on TCP windowing; raise it on the listener."""

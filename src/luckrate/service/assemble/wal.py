@@ -27,7 +27,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from luckrate.service import wal_format as fmt
+from luckrate.service.assemble import wal_format as fmt
+from luckrate.service.export.telemetry import Count, no_count
+from luckrate.service.export.instruments import WAL_BYTES, WAL_RECORDS_DAMAGED
 
 log = logging.getLogger(__name__)
 
@@ -36,12 +38,6 @@ SEGMENT_BYTES = 8 * 1024 * 1024
 SYNC_MODES = ("interval", "request")
 SUFFIX = ".wal"
 LOCK = "lock"
-
-Count = Callable[..., None]
-
-
-def _no_count(name: str, value: float = 1, **attributes: str) -> None:
-    pass
 
 
 class LogRefused(Exception):
@@ -85,6 +81,24 @@ Feed = Callable[[int, bytes, Callable[[bytes], bool]], tuple[set, int]]
 trace ``keep`` picks back to intake."""
 
 
+@dataclass(frozen=True)
+class WalOptions:
+    """How big the log may grow, how often it syncs, and how long it remembers."""
+
+    max_bytes: int
+    """Most bytes the segment files hold; beyond, requests are refused (``LogRefused``, ``wal_full``)."""
+    sync: str = "interval"
+    """``interval`` (every ``sync_interval`` seconds) or ``request`` (before each request is acknowledged)."""
+    sync_interval: float = 1.0
+    segment_bytes: int = SEGMENT_BYTES
+    memory: int = 100_000
+    """Settled trace ids remembered, so that a late span's record is marked settled at once (its trace
+    will not be graded again)."""
+    stale_after: float = 600.0
+    """Seconds after which a closed segment is deleted even with traces open in it (none can still be
+    buffered; see ``WriteAheadLog._trim``)."""
+
+
 class WriteAheadLog:
     """Thread-safe. ``open`` (checks the directory, takes its lock) → ``replay`` → ``append`` /
     ``settle`` → ``close``."""
@@ -92,26 +106,17 @@ class WriteAheadLog:
     def __init__(
         self,
         directory: str | Path,
-        *,
-        max_bytes: int,
-        sync: str = "interval",
-        sync_interval: float = 1.0,
-        segment_bytes: int = SEGMENT_BYTES,
-        memory: int = 100_000,
-        stale_after: float = 600.0,
-        count: Count = _no_count,
+        options: WalOptions,
+        count: Count = no_count,
         clock: Callable[[], float] = time.monotonic,
     ):
-        """``memory``: settled trace ids remembered, so that a late span's record is marked settled at once
-        (its trace will not be graded again). ``stale_after``: seconds after which a closed segment is
-        deleted even with traces open in it (none can still be buffered; see ``_trim``)."""
         self.directory = Path(directory)
-        self.max_bytes = max_bytes
-        self._sync, self._interval = sync, sync_interval
+        self.max_bytes = max_bytes = options.max_bytes
+        self._sync, self._interval = options.sync, options.sync_interval
         # At most an eighth of the bound, so that settled segments can be deleted well before it is reached.
-        self._segment_bytes = max(64 * 1024, min(segment_bytes, max_bytes // 8))
-        self._memory = memory
-        self._stale_after = stale_after
+        self._segment_bytes = max(64 * 1024, min(options.segment_bytes, max_bytes // 8))
+        self._memory = options.memory
+        self._stale_after = options.stale_after
         self._count = count
         self._clock = clock
         self._lock = threading.Lock()
@@ -179,7 +184,7 @@ class WriteAheadLog:
                         ids, n = feed(item.signal, bytes(item.payload), lambda tid: tid not in settled)
                     except ValueError as e:  # checks out but will not decode (a newer version wrote it?)
                         log.error("write-ahead log: a record in %s does not decode (%s); skipped", seg.path.name, e)
-                        self._count("luckrate.wal.records.damaged", 1, reason="checksum")
+                        self._count(WAL_RECORDS_DAMAGED.name, 1, reason="checksum")
                         damaged += 1
                         continue
                     spans += n
@@ -200,11 +205,11 @@ class WriteAheadLog:
         except OSError as e:
             log.error("write-ahead log: cannot read %s (%s); skipped", seg.path, e.strerror or e)
             if repair:
-                self._count("luckrate.wal.records.damaged", 1, reason="checksum")
+                self._count(WAL_RECORDS_DAMAGED.name, 1, reason="checksum")
             return
         for item in fmt.scan(raw):
             if isinstance(item, fmt.Damage) and repair:
-                self._count("luckrate.wal.records.damaged", 1, reason=item.reason)
+                self._count(WAL_RECORDS_DAMAGED.name, 1, reason=item.reason)
                 if item.reason == "torn_tail":
                     log.warning(
                         "write-ahead log: %s torn at byte %d of %d (a write cut short); truncated",
@@ -477,7 +482,7 @@ class WriteAheadLog:
         costs a few µs, and marks are written per graded trace)."""
         size = self.bytes
         if size != self._reported:
-            self._count("luckrate.wal.bytes", size - self._reported)
+            self._count(WAL_BYTES.name, size - self._reported)
             self._reported = size
 
     def _sync_loop(self) -> None:

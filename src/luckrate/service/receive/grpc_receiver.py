@@ -26,9 +26,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from luckrate.adapters import InvalidInput
 from luckrate.adapters.otlp import logs_request_from_protobuf, request_from_protobuf
-from luckrate.service import status
+from luckrate.service.receive import status
 from luckrate.service.config import Endpoint
-from luckrate.service.intake import Intake
+from luckrate.service.assemble.intake import Intake
+from luckrate.service.receive.options import ReceiverOptions
 from luckrate.service.security import token_ok
 
 log = logging.getLogger(__name__)
@@ -82,19 +83,17 @@ class GrpcReceiver:
         self,
         endpoint: Endpoint,
         intake: Intake,
-        *,
-        max_request_bytes: int,
-        retry_after: int,
-        token: str | None = None,
+        options: ReceiverOptions,
         credentials: grpc.ServerCredentials | None = None,
         workers: int = 8,
     ):
+        """``credentials``: None serves plaintext gRPC."""
         self.name = "grpc"
         self.endpoint = endpoint
         self._intake = intake
-        self._max = max_request_bytes
-        self._retry_after = retry_after
-        self._token = token
+        self._max = options.max_request_bytes
+        self._retry_after = options.retry_after
+        self._token = options.token
         self._credentials = credentials
         self._workers = workers
         self._server: grpc.Server | None = None

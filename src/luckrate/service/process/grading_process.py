@@ -1,9 +1,9 @@
 """A grading process of ``luckrate serve --workers N``: its main loop, and the reports it sends back.
 
-It runs the same Assembler and Worker a single process runs, on one thread, over the traces it owns
-(``compaction.route``), grading as traces complete. What it counts goes back to the receiving process in
+It runs the same ``GradingPipeline`` a single process runs, on one thread, over the traces it owns
+(``assemble.routing``), grading as traces complete. What it counts goes back to the receiving process in
 ``Report``s, cut only between batches: every span a report settles is counted in that same report, which
-is what keeps the accounting identities exact across processes (see ``workers``).
+is what keeps the accounting identities exact across processes (see ``pool``).
 """
 
 from __future__ import annotations
@@ -15,34 +15,16 @@ import time
 from array import array
 from typing import Any
 
-from luckrate.adapters.otlp import OutputRule, logs_request_from_protobuf, request_from_protobuf, trajectory_from_spans
+from luckrate.adapters.otlp import logs_request_from_protobuf, request_from_protobuf
 from luckrate.adapters.otlp.compaction import records_at
 from luckrate.adapters.otlp.conventions import interning
 from luckrate.adapters.otlp.logs import events_at
 from luckrate.core.spec_loader import load_specs
-from luckrate.service.assembler import Assembler, Limits
 from luckrate.service.config import ServiceConfig
-from luckrate.service.tally import REPORT_EVERY, Report, Tally
-from luckrate.service.verdict_events import verdict_events
-from luckrate.service.worker import VerdictLog, Worker
-
-
-class _HeldLines(VerdictLog):
-    """A worker's verdict log: lines wait for the next report (one process writes the file)."""
-
-    def __init__(self, every_run: bool = False) -> None:
-        self.every_run = every_run
-        self.lines: list[str] = []
-
-    def write_line(self, text: str) -> None:
-        self.lines.append(text)
-
-    def take(self) -> list[str]:
-        lines, self.lines = self.lines, []
-        return lines
-
-    def close(self) -> None:
-        pass
+from luckrate.service.grade.tally import REPORT_EVERY, Report, Tally
+from luckrate.service.grade.verdict_log import HeldLines
+from luckrate.service.grade.worker import Outlets
+from luckrate.service.process.pipeline import GradingPipeline
 
 
 class _StampedClock:
@@ -66,34 +48,18 @@ def worker_main(cfg: ServiceConfig, index: int, inbox, outbox, log_level: int = 
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.basicConfig(level=log_level, format=f"%(asctime)s %(levelname)s %(name)s[worker {index}]: %(message)s")
     specs = load_specs(cfg.spec)
-    tally, lines = Tally(), _HeldLines(cfg.verdict_log_all)
-    rule = OutputRule(attribute=cfg.output_attribute, evaluation=cfg.output_evaluation, threshold=cfg.output_threshold)
-    events = verdict_events(cfg, tally.add) if cfg.otlp_logs else None  # each grading process exports its own
-    worker = Worker(
-        specs,
-        lambda spans: trajectory_from_spans(spans, rule),
+    tally, lines = Tally(marks=cfg.wal_dir is not None), HeldLines(cfg.verdict_log_all)
+    outlets = Outlets(  # the tally is the ledger too: what a report settles travels with its counts
         tally,
-        release=tally.release,
-        verdict_log=lines if cfg.verdict_log else None,
-        events=events,
-        settled=tally.settle if cfg.wal_dir else None,
-        release_logs=tally.release_records,
+        verdicts=lines if cfg.verdict_log else None,
         hold=tally.hold if cfg.viewer is not None else None,
     )
-    limits = Limits.from_config(cfg)
     clock = _StampedClock()
-    assembler = Assembler(
-        worker.handle,
-        limits=limits,
-        clock=clock,
-        count=tally.add,
-        release=tally.release,
-        release_logs=tally.release_records,
-    )
+    pipeline = GradingPipeline(cfg, specs, tally, outlets, clock)  # its verdict events are this process's own
 
     tables = interning()  # this process's own compaction tables: its buffer shares through them
     last = time.monotonic()
-    while (message := _next(inbox, limits.bucket)) is not None:
+    while (message := _next(inbox, pipeline.limits.bucket)) is not None:
         if message is _GONE:
             # The receiving process died (it would have sent None): no one can take a report, so grading
             # the buffer would only burn the CPU its restarted successor needs.
@@ -103,9 +69,9 @@ def worker_main(cfg: ServiceConfig, index: int, inbox, outbox, log_level: int = 
             clock.stamp = stamp
             try:
                 if logs:
-                    assembler.add_logs(events_at(logs_request_from_protobuf(body), picks))
+                    pipeline.add_logs(events_at(logs_request_from_protobuf(body), picks))
                 else:
-                    assembler.add(
+                    pipeline.add(
                         records_at(
                             request_from_protobuf(body),
                             picks,
@@ -116,15 +82,15 @@ def worker_main(cfg: ServiceConfig, index: int, inbox, outbox, log_level: int = 
                     )
             finally:
                 clock.stamp = None
-        assembler.expire()
+        pipeline.expire()
         now = time.monotonic()
         if tally.pending and now - last >= REPORT_EVERY:
             if not _report(outbox, tally.cut(lines.take())):
                 return
             last = now
-    assembler.drain("shutdown")
-    if events is not None:  # its last exports and drop counts go into the last report
-        events.shutdown(cfg.shutdown_timeout)
+    pipeline.drain()
+    if pipeline.events is not None:  # its last exports and drop counts go into the last report
+        pipeline.events.shutdown(cfg.shutdown_timeout)
     _report(outbox, tally.cut(lines.take(), done=True))
 
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.sdk._logs import LoggerProvider
@@ -28,12 +29,22 @@ from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExp
 from opentelemetry.sdk.resources import Resource
 
 from luckrate.core.grade import RunGrade
-from luckrate.service.exemplars import trace_context
+from luckrate.service.export.exemplars import trace_context
+from luckrate.service.export.telemetry import METER, Count
+from luckrate.service.export.instruments import VERDICT_EVENTS_DROPPED
 
 log = logging.getLogger(__name__)
 
 EVENT_NAME = "gen_ai.evaluation.result"
 EVALUATION_NAME = "luckrate.path"
+# The record's own attributes, beside the GenAI evaluation ones (docs/serve.md describes each).
+AGENT = "luckrate.agent"
+SPEC = "luckrate.spec"
+OUTPUT = "luckrate.output"
+LUCKY = "luckrate.lucky"
+CHECKS = "luckrate.checks"
+RUN_URL = "luckrate.run.url"
+"""The run's page in the viewer, with ``public_url`` set."""
 MODES = ("violations", "all")
 """``--verdict-events``: a record for runs with violations only (the default), or for every graded run."""
 MAX_VALUE = 512
@@ -41,8 +52,6 @@ MAX_VALUE = 512
 MAX_LINES = 50
 """Violations spelled out in ``gen_ai.evaluation.explanation``; the rest are summed up in one line."""
 EXTRA_PACKAGE = "opentelemetry-exporter-otlp-proto-http"
-
-Count = Callable[..., None]
 
 
 def _cut(text: str, limit: int = MAX_VALUE) -> str:
@@ -67,11 +76,11 @@ def attributes(grade: RunGrade, spec_label: str) -> dict:
     attrs = {
         "gen_ai.evaluation.name": EVALUATION_NAME,
         "gen_ai.evaluation.score.label": "ok" if grade.path_ok else "bad",
-        "luckrate.agent": _cut(grade.agent or ""),
-        "luckrate.spec": spec_label,
-        "luckrate.output": grade.output,
-        "luckrate.lucky": grade.lucky,
-        "luckrate.checks": checks,
+        AGENT: _cut(grade.agent or ""),
+        SPEC: spec_label,
+        OUTPUT: grade.output,
+        LUCKY: grade.lucky,
+        CHECKS: checks,
     }
     if grade.violations:
         attrs["gen_ai.evaluation.explanation"] = explanation(grade)
@@ -80,7 +89,7 @@ def attributes(grade: RunGrade, spec_label: str) -> dict:
 
 def summary(attrs: dict) -> str:
     """The record's body, for backends that show a log line: ``luckrate.path bad: taint, forbidden``."""
-    checks = ", ".join(attrs["luckrate.checks"]) or "no violations"
+    checks = ", ".join(attrs[CHECKS]) or "no violations"
     return f"{EVALUATION_NAME} {attrs['gen_ai.evaluation.score.label']}: {checks}"
 
 
@@ -133,7 +142,7 @@ class _Counted(LogRecordExporter):
             result = LogRecordExportResult.FAILURE
         # After shutdown closed the gate, what it held was counted already (reason shutdown).
         if self.gate.leave(len(batch)) and result is not LogRecordExportResult.SUCCESS:
-            self.count("luckrate.verdict_events.dropped", len(batch), reason="export_failed")
+            self.count(VERDICT_EVENTS_DROPPED.name, len(batch), reason="export_failed")
         return result
 
     def shutdown(self) -> None:
@@ -143,26 +152,32 @@ class _Counted(LogRecordExporter):
         return self.inner.force_flush(timeout_millis)
 
 
+@dataclass(frozen=True)
+class EventOptions:
+    """Which graded runs become records, and how they are queued and exported."""
+
+    mode: str = "violations"
+    """One of ``MODES``."""
+    max_queue: int = 2048
+    """Records queued or being exported at most; beyond, refused and counted (``queue_full``)."""
+    batch_size: int = 512
+    schedule_delay: float = 1.0
+    """Seconds between the batch processor's exports."""
+    public_url: str | None = None
+    """The run viewer's address as users reach it; each record then carries its run's page (``RUN_URL``)."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+
+
 class VerdictEvents:
     """Publishes verdicts as log records; ``publish`` is called by the worker thread and never blocks."""
 
-    def __init__(
-        self,
-        exporter: LogRecordExporter,
-        count: Count,
-        *,
-        mode: str = "violations",
-        max_queue: int = 2048,
-        batch_size: int = 512,
-        schedule_delay: float = 1.0,
-        public_url: str | None = None,
-    ):
-        """``public_url``: the run viewer's address as users reach it; each record then carries its run's
-        page as ``luckrate.run.url``."""
+    def __init__(self, exporter: LogRecordExporter, count: Count, options: EventOptions = EventOptions()):
+        public_url, max_queue = options.public_url, options.max_queue
         self._pages = public_url.rstrip("/") + "/runs/" if public_url else None
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-        self.mode = mode
+        self.mode = options.mode
         self._count = count
         self._gate = _Gate(max_queue)
         self._exporter = _Counted(exporter, self._gate, count)
@@ -171,12 +186,12 @@ class VerdictEvents:
         self.provider.add_log_record_processor(
             BatchLogRecordProcessor(
                 self._exporter,
-                schedule_delay_millis=schedule_delay * 1000,
-                max_export_batch_size=min(batch_size, max_queue),
+                schedule_delay_millis=options.schedule_delay * 1000,
+                max_export_batch_size=min(options.batch_size, max_queue),
                 max_queue_size=max_queue,
             )
         )
-        self._logger = self.provider.get_logger("luckrate.service")
+        self._logger = self.provider.get_logger(METER)
         self._closed = False
 
     def wants(self, grade: RunGrade) -> bool:
@@ -187,11 +202,11 @@ class VerdictEvents:
         if self._closed or not self.wants(grade):
             return
         if not self._gate.enter():
-            self._count("luckrate.verdict_events.dropped", 1, reason="queue_full")
+            self._count(VERDICT_EVENTS_DROPPED.name, 1, reason="queue_full")
             return
         attrs = attributes(grade, spec_label)
         if self._pages is not None:
-            attrs["luckrate.run.url"] = self._pages + trace_id.hex()
+            attrs[RUN_URL] = self._pages + trace_id.hex()
         try:
             self._logger.emit(
                 event_name=EVENT_NAME,
@@ -205,7 +220,7 @@ class VerdictEvents:
         except Exception:  # the trace is graded and counted; a failing event must not make it a grade error
             log.exception("verdict event for trace %s not emitted", trace_id.hex())
             if self._gate.leave(1):
-                self._count("luckrate.verdict_events.dropped", 1, reason="export_failed")
+                self._count(VERDICT_EVENTS_DROPPED.name, 1, reason="export_failed")
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Export what is queued within ``timeout`` seconds; what is left is counted (reason ``shutdown``)."""
@@ -217,7 +232,7 @@ class VerdictEvents:
         done.join(timeout)
         left = self._gate.close()
         if left:
-            self._count("luckrate.verdict_events.dropped", left, reason="shutdown")
+            self._count(VERDICT_EVENTS_DROPPED.name, left, reason="shutdown")
 
 
 def otlp_exporter(url: str, timeout: float = 10.0) -> LogRecordExporter:
@@ -241,10 +256,9 @@ def check_verdict_events(cfg) -> None:
             raise InvalidConfig("command line", [("otlp_logs", str(e))]) from None
 
 
-def verdict_events(cfg, count: Callable[..., None]) -> VerdictEvents:
+def verdict_events(cfg, count: Count) -> VerdictEvents:
     """The log-event exporter of one grading process (each ``--workers`` process has its own); ``count``
     records its drops, which a worker's report carries to the one ``/metrics``."""
     check_verdict_events(cfg)
-    return VerdictEvents(
-        otlp_exporter(cfg.otlp_logs), count, mode=cfg.verdict_events, public_url=cfg.public_url if cfg.viewer else None
-    )
+    options = EventOptions(cfg.verdict_events, public_url=cfg.public_url if cfg.viewer else None)
+    return VerdictEvents(otlp_exporter(cfg.otlp_logs), count, options)

@@ -1,19 +1,23 @@
-"""Counting off the grading thread's hot path: a ``Tally`` records what ``Telemetry`` records, as deltas
-in plain dicts, and ``apply`` hands a cut of them (a ``Report``) to the real ``Telemetry`` now and then.
+"""Counting off the grading thread's hot path: a ``Tally`` is a ``Recorder`` keeping what ``Telemetry``
+records as deltas in plain dicts, and ``apply`` hands a cut of them (a ``Report``) to the real ``Telemetry``
+now and then.
 
 The OpenTelemetry SDK does real work per measurement (attribute hashing, a lock, the exemplar reservoir):
 per graded run that was several µs, for counts that only need to be right at the next collection. Both
 ways of grading use it: the grader thread of a single process cuts a report every ``REPORT_EVERY`` seconds
-or when it runs out of work, and a grading process sends its reports to the receiving process (workers.py).
+or when it runs out of work, and a grading process sends its reports to the receiving process (``process.pool``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from luckrate.service.exemplars import trace_context
-from luckrate.service.run_ring import pack
-from luckrate.service.telemetry import BY_NAME, Labels, Telemetry
+from luckrate.service.export.exemplars import trace_context
+from luckrate.service.export.run_ring import pack
+from luckrate.core.grade import RunGrade
+from luckrate.core.spec import Spec
+from luckrate.service.export.instruments import BY_NAME, HISTOGRAM, TRACES_ACTIVE
+from luckrate.service.export.telemetry import Labels, Recorder, run_series
 
 REPORT_EVERY = 0.05
 """Seconds between a busy worker's reports: /metrics lags the workers by about this much."""
@@ -58,10 +62,13 @@ class _RawAgents:
 
 
 class Tally:
-    """A worker's Telemetry: records what Telemetry records, as deltas until the next report."""
+    """A ``Recorder`` keeping deltas until the next report (or flush), and a grading process's ``Ledger``:
+    the spans, records and traces it settles travel in the same report as their counts."""
 
-    def __init__(self) -> None:
+    def __init__(self, marks: bool = False) -> None:
+        """``marks``: keep the ids of the traces settled (with the write-ahead log, which marks them)."""
         self.labels = _RawAgents()
+        self._marks = marks
         self._reset()
 
     def _reset(self) -> None:
@@ -73,8 +80,8 @@ class Tally:
         self.settled_records = 0
         self.runs: list = []
 
-    def add(self, name: str, value: float = 1, *, context=None, **attributes: str) -> None:
-        if BY_NAME[name].kind == "histogram":
+    def add(self, name: str, value: float = 1, /, *, context=None, **attributes: str) -> None:
+        if BY_NAME[name].kind == HISTOGRAM:
             self.samples.setdefault(name, []).append(value)
         else:
             key = (name, tuple(attributes.items()))
@@ -82,25 +89,26 @@ class Tally:
             if context is not None:
                 self.exemplars[key] = context  # the receiving process offers it with the summed increment
 
-    run = Telemetry.run  # the same instruments and labels, recorded through add, labels and exemplar here
-
-    @staticmethod
-    def exemplar(trace: tuple[bytes, bytes]) -> tuple[bytes, bytes]:
-        """The ids as they are: ``apply`` builds the SDK context once per report, not once per run."""
-        return trace
+    def run(self, grade: RunGrade, spec: Spec, spec_label: str, trace: tuple[bytes, bytes] | None = None) -> None:
+        """``Recorder.run``: the exemplar is kept as the ids themselves (``apply`` builds the SDK context
+        once per report, not once per run)."""
+        ids = trace if trace and not grade.path_ok else None
+        for name, attributes in run_series(grade, spec, spec_label, self.labels):
+            self.add(name, context=ids, **attributes)
 
     def hold(self, g, traj, spec, traces: tuple[str, ...]) -> None:
         """Keep a graded run for the next report (its spec stays here: the receiving process has the same)."""
         self.runs.append(pack(g, traj, traces))
 
-    def release(self, n: int) -> None:
-        self.settled += n
+    def release(self, spans: int, records: int = 0) -> None:
+        """``Ledger.release``: the receiving process gives the room back when the report arrives."""
+        self.settled += spans
+        self.settled_records += records
 
     def settle(self, trace_id: bytes) -> None:
-        self.traces.append(trace_id)
-
-    def release_records(self, n: int) -> None:
-        self.settled_records += n
+        """``Ledger.settle``: the receiving process marks the trace once the report's lines are written."""
+        if self._marks:
+            self.traces.append(trace_id)
 
     @property
     def pending(self) -> bool:
@@ -122,7 +130,7 @@ class Tally:
         return report
 
 
-def apply(report: Report, telemetry: Telemetry) -> int:
+def apply(report: Report, telemetry: Recorder) -> int:
     """Record a report on ``telemetry`` (agent names through its label policy, exemplars with the summed
     increment); returns the change in buffered traces it carried."""
     active = 0
@@ -131,7 +139,7 @@ def apply(report: Report, telemetry: Telemetry) -> int:
         attributes = dict(pairs)
         if "agent" in attributes:
             attributes["agent"] = telemetry.labels.agent(attributes["agent"])
-        if name == "luckrate.traces.active":
+        if name == TRACES_ACTIVE.name:
             active += int(value)
         telemetry.add(name, value, context=trace_context(*ids) if ids else None, **attributes)
     for name, values in report.samples.items():

@@ -18,6 +18,7 @@ from luckrate.core.grade import RunGrade
 from luckrate.core.spec import Spec
 from luckrate.core.step import Step, Trajectory
 from luckrate.core.violation import Severity, Violation
+from luckrate.service.export.instruments import VIEWER_RUNS_EVICTED
 
 HIDDEN = "(content hidden)"
 """What a finding's detail reads when the viewer's content switch is off (details quote argument values)."""
@@ -146,7 +147,7 @@ class RunRing:
                 dropped += 1
             self.evicted += dropped
         if dropped:
-            self._count("luckrate.viewer.runs.evicted", dropped)
+            self._count(VIEWER_RUNS_EVICTED.name, dropped)
 
     def get(self, trace_id: str) -> Held | None:
         with self._lock:

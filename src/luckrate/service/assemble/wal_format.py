@@ -37,7 +37,6 @@ accepted unlogged for now (``Intake``), and a replay skips records of any signal
 SIGNALS = (TRACES, LOGS)
 TRACE_ID = 16
 
-DAMAGE_REASONS = ("torn_tail", "checksum")
 """``luckrate.wal.records.damaged`` reasons: a record cut short at a segment's end (a crash mid-write),
 or one in the middle whose header or payload fails its checksum."""
 
@@ -68,7 +67,7 @@ class Record:
 @dataclass(frozen=True)
 class Damage:
     reason: str
-    """One of ``DAMAGE_REASONS``."""
+    """One of ``instruments.DAMAGE_REASONS``."""
     start: int
     end: int
     """Where reading resumes; for a torn tail, the segment's length (the file is cut back to ``start``)."""
