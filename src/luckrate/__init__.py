@@ -15,40 +15,40 @@ from typing import TYPE_CHECKING, Any
 
 _WHERE: dict[str, str] = {
     # the spec
-    "Spec": "luckrate.core.spec",
-    "InvalidSpec": "luckrate.core.spec",
-    "load_specs": "luckrate.core.spec_loader",
-    "spec_from_dict": "luckrate.core.spec_loader",
-    "spec_for": "luckrate.core.spec",
+    "Spec": ".core.spec",
+    "InvalidSpec": ".core.spec",
+    "load_specs": ".core.spec_loader",
+    "spec_from_dict": ".core.spec_loader",
+    "spec_for": ".core.spec",
     # runs and their grades
-    "Trajectory": "luckrate.core.step",
-    "Step": "luckrate.core.step",
-    "Message": "luckrate.core.step",
-    "Violation": "luckrate.core.violation",
-    "grade": "luckrate.core.grade",
-    "RunGrade": "luckrate.core.grade",
-    "gate": "luckrate.core.gate",
-    "GateResult": "luckrate.core.gate",
-    "LuckRate": "luckrate.core.metric",
+    "Trajectory": ".core.step",
+    "Step": ".core.step",
+    "Message": ".core.step",
+    "Violation": ".core.violation",
+    "grade": ".core.grade",
+    "RunGrade": ".core.grade",
+    "gate": ".core.gate",
+    "GateResult": ".core.gate",
+    "LuckRate": ".core.metric",
     # the suite runner (k runs per case, in pytest)
-    "Suite": "luckrate.suite",
-    "SuiteResult": "luckrate.suite",
+    "Suite": ".suite",
+    "SuiteResult": ".suite",
     # readers: a framework's output or a capture -> Trajectory
-    "InvalidInput": "luckrate.adapters",
-    "trajectory_from_messages": "luckrate.adapters.langgraph",
-    "read_langgraph": "luckrate.adapters.langgraph",
-    "trajectory_from_events": "luckrate.adapters.crewai",
-    "read_crewai": "luckrate.adapters.crewai",
-    "read_n8n": "luckrate.adapters.n8n",
-    "trajectory_from_dict": "luckrate.adapters.trajectory",
-    "trajectory_to_dict": "luckrate.adapters.trajectory",
-    "read_trajectories": "luckrate.adapters.trajectory",
-    "read_otlp": "luckrate.adapters.otlp",
-    "read_otlp_json": "luckrate.adapters.otlp",
-    "read_otlp_files": "luckrate.adapters.otlp",
-    "OutputRule": "luckrate.adapters.otlp",
+    "InvalidInput": ".adapters",
+    "trajectory_from_messages": ".adapters.langgraph",
+    "read_langgraph": ".adapters.langgraph",
+    "trajectory_from_events": ".adapters.crewai",
+    "read_crewai": ".adapters.crewai",
+    "read_n8n": ".adapters.n8n",
+    "trajectory_from_dict": ".adapters.trajectory",
+    "trajectory_to_dict": ".adapters.trajectory",
+    "read_trajectories": ".adapters.trajectory",
+    "read_otlp": ".adapters.otlp",
+    "read_otlp_json": ".adapters.otlp",
+    "read_otlp_files": ".adapters.otlp",
+    "OutputRule": ".adapters.otlp",
 }
-"""Public name -> the module that defines it."""
+"""Public name -> the module that defines it, relative to this package."""
 
 __all__ = [
     "GateResult",
@@ -103,7 +103,7 @@ def __getattr__(name: str) -> Any:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'luckrate' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    value = getattr(import_module(module, __name__), name)
     globals()[name] = value
     return value
 

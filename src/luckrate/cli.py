@@ -330,16 +330,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(p)
     p.set_defaults(func=cmd_suggest)
 
-    _add_module(sub, "serve", "luckrate.service.app", "receive OTLP traces and logs, grade them, export metrics")
-    _add_module(sub, "demo", "luckrate.demo", "send demo agent traces to an OTLP endpoint")
+    _add_module(sub, "serve", ".service.app", "receive OTLP traces and logs, grade them, export metrics")
+    _add_module(sub, "demo", ".demo", "send demo agent traces to an OTLP endpoint")
     return parser
 
 
 def _add_module(sub, name: str, module: str, help: str) -> None:
-    """A subcommand whose module defines ``add_arguments(parser)`` and ``run(args) -> int``."""
+    """A subcommand whose module (relative to this package) defines ``add_arguments(parser)`` and ``run(args) -> int``."""
     from importlib import import_module
 
-    mod = import_module(module)
+    mod = import_module(module, __package__)
     p = sub.add_parser(name, help=help)
     mod.add_arguments(p)
     p.set_defaults(func=mod.run)

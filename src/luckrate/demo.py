@@ -335,7 +335,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     provider = TracerProvider(resource=Resource.create({"service.name": "luckrate-demo"}))
     provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=500))
-    kinds = _drive(provider.get_tracer("luckrate.demo"), args)
+    kinds = _drive(provider.get_tracer(PROVIDER), args)
     provider.shutdown()  # flushes the batch processor, then shuts the exporter down
     mix = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
     print(

@@ -17,12 +17,12 @@ from luckrate.core.step import Trajectory
 Reader = Callable[[bytes, str], list[Trajectory]]
 
 FORMATS: dict[str, tuple[str, str]] = {
-    "trajectory": ("luckrate.adapters.trajectory", "read_file"),
-    "langgraph": ("luckrate.adapters.langgraph", "read_file"),
-    "crewai": ("luckrate.adapters.crewai", "read_file"),
-    "n8n": ("luckrate.adapters.n8n", "read_file"),
-    "otlp": ("luckrate.adapters.otlp", "read_otlp"),
-    "otlp-json": ("luckrate.adapters.otlp", "read_otlp_json"),
+    "trajectory": (".trajectory", "read_file"),
+    "langgraph": (".langgraph", "read_file"),
+    "crewai": (".crewai", "read_file"),
+    "n8n": (".n8n", "read_file"),
+    "otlp": (".otlp", "read_otlp"),
+    "otlp-json": (".otlp", "read_otlp_json"),
 }
 """Format name -> (module, reader function)."""
 NAMED_ONLY = ("langgraph", "crewai", "n8n")
@@ -34,7 +34,7 @@ GROUPS_TRACES = frozenset({"otlp", "otlp-json"})
 
 def reader(name: str) -> Reader:
     module, function = FORMATS[name]
-    return getattr(import_module(module), function)
+    return getattr(import_module(module, __package__), function)
 
 
 def decode_text(data: bytes, source: str) -> str:
