@@ -13,7 +13,7 @@ under its part name, and all parts report, and take their severity, as ``check``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,7 @@ class Check:
 
     name: str
     """The name violations carry; ``check:part`` for a part (it reports, and takes its severity, as ``check``)."""
-    run: Callable[..., Iterator[Violation]]
+    run: Callable[..., Iterable[Violation]]
     """``(trajectory, spec)``, ``(provenance, spec)`` or ``(trajectory, provenance, spec)``, by ``reads``."""
     severity: Severity | None
     """The default severity (``spec["severity"]`` overrides it); None for a part, which takes its check's."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,14 +41,14 @@ from luckrate.core.spec_keys import Keys, suggest
 from luckrate.core.violation import Violation
 
 
-def taint(prov: Provenance, spec: Spec) -> Iterator[Violation]:
+def taint(prov: Provenance, spec: Spec) -> list[Violation]:
     """A privileged call's value that untrusted content supplied, on strong evidence (the module docstring)."""
-    yield from _flows(prov, spec, TAINT)
+    return _flows(prov, spec, TAINT) if spec.taint_declared else []
 
 
-def untrusted_flow(prov: Provenance, spec: Spec) -> Iterator[Violation]:
+def untrusted_flow(prov: Provenance, spec: Spec) -> list[Violation]:
     """A privileged call's value that untrusted content supplied, on weaker evidence: shown for a reviewer."""
-    yield from _flows(prov, spec, UNTRUSTED_FLOW)
+    return _flows(prov, spec, UNTRUSTED_FLOW) if spec.taint_declared else []
 
 
 TAINT, UNTRUSTED_FLOW = "taint", "untrusted_flow"
@@ -65,11 +65,12 @@ def judgements(prov: Provenance, spec: Spec) -> list[tuple[Argument, Judgement]]
     return out
 
 
-def _flows(prov: Provenance, spec: Spec, tier: str) -> Iterator[Violation]:
-    if not spec.taint_declared:
-        return
+def _flows(prov: Provenance, spec: Spec, tier: str) -> list[Violation]:
     flows = [(arg, judged) for arg, judged in judgements(prov, spec) if judged.tier == tier]
-    unrecorded = bool(flows) and not prov.user_text.strip()
+    if not flows:
+        return []
+    unrecorded = not prov.user_text.strip()
+    out = []
     for arg, judged in flows:
         bad = sorted({o.source for o in judged.origins})
         what = (
@@ -78,14 +79,17 @@ def _flows(prov: Provenance, spec: Spec, tier: str) -> Iterator[Violation]:
             else f"argument {arg.path}={arg.value!r}"
         )
         note = "; the user's input was not recorded" if unrecorded else ""
-        yield Violation(
-            tier,
-            spec.severity(tier),
-            arg.step,
-            arg.tool,
-            f"{what} came from untrusted {', '.join(bad)}, not from the user ({judged.weighed()}){note}",
-            source=bad[0].removeprefix("tool:"),
+        out.append(
+            Violation(
+                tier,
+                spec.severity(tier),
+                arg.step,
+                arg.tool,
+                f"{what} came from untrusted {', '.join(bad)}, not from the user ({judged.weighed()}){note}",
+                source=bad[0].removeprefix("tool:"),
+            )
         )
+    return out
 
 
 @fast_init
