@@ -41,14 +41,9 @@ def imported_modules(path: Path, root: Path = SRC) -> Iterator[str]:
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                package = _package_of(path, root)
-                base = package[: len(package) - node.level + 1]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
+            [module, *names] = _from_import(node, path, root)
             yield module
-            yield from (f"{module}.{alias.name}" for alias in node.names if alias.name != "*")
+            yield from (f"{module}.{name}" for name in names)
         elif isinstance(node, ast.Call) and (name := _dynamic_name(node)):
             yield name
 
