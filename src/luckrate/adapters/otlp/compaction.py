@@ -7,7 +7,7 @@ are counted by reason (``Rejected``) so the receiver can answer with a partial s
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +68,7 @@ def records_from_request(
     """Compact every usable span of the request; count the others by reason. Never raises on content.
     ``packed``: ``PackedSpan``s, for a buffer that holds them until their trace completes. ``tables``: the
     caller's ``Interning`` (records of one buffer share through one); None for fresh ones."""
-    usable, rejected = usable_spans(req)
+    [usable], rejected = usable_spans(req)
     return records_at(req, usable, keep_attribute=keep_attribute, packed=packed, tables=tables), rejected
 
 
@@ -103,23 +103,29 @@ def records_at(
     return records
 
 
-def usable_spans(req: ExportTraceServiceRequest) -> tuple[list[int], list[Rejected]]:
-    """The positions of the request's usable spans (counted over its spans in order), and the others by
-    reason. Which process owns each span's trace is the service's decision (``service.assemble.routing``)."""
-    usable: list[int] = []
-    add = usable.append
+def usable_spans(
+    req: ExportTraceServiceRequest, owners: int = 1, owner: Callable[[bytes], int] | None = None
+) -> tuple[list[list[int]], list[Rejected]]:
+    """The positions of the request's usable spans (counted over its spans in order), in ``owners`` lists, each
+    span in the list ``owner(trace id)`` names (all in one without an ``owner``), and the others by reason. Which
+    process owns a trace is the service's decision (``service.assemble.routing``); this is the one pass over
+    the request's ids that tells it too (it runs on every span a receiver gets)."""
+    picks: list[list[int]] = [[] for _ in range(owners)]
+    adds = [p.append for p in picks]
     rejected: dict[str, int] = {}
     position = 0
     for rs in req.resource_spans:
         for ss in rs.scope_spans:
             for span in ss.spans:
                 reason = reject_reason(span)
-                if reason is None:
-                    add(position)
-                else:
+                if reason is not None:
                     rejected[reason] = rejected.get(reason, 0) + 1
+                elif owner is None:
+                    adds[0](position)
+                else:
+                    adds[owner(span.trace_id)](position)
                 position += 1
-    return usable, [Rejected(r, c) for r, c in rejected.items()]
+    return picks, [Rejected(r, c) for r, c in rejected.items()]
 
 
 _ZERO_TRACE_ID = bytes(16)

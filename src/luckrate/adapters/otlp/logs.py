@@ -13,7 +13,7 @@ span events are (compaction.py); a record that cannot be kept is counted by reas
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -54,18 +54,20 @@ class LogEvent(NamedTuple):
     """What the same event on a span is: its name, time and attributes (a kvlist body flattened into them)."""
 
 
-def usable_records(req: ExportLogsServiceRequest) -> tuple[list[int], list[Rejected]]:
-    """The positions of the request's usable records (counted over its records in order), and the others by
-    reason. Which process owns each record's trace is the service's decision (``service.assemble.routing``)."""
-    usable: list[int] = []
+def usable_records(
+    req: ExportLogsServiceRequest, owners: int = 1, owner: Callable[[bytes], int] | None = None
+) -> tuple[list[list[int]], list[Rejected]]:
+    """The positions of the request's usable records (counted over its records in order), in ``owners`` lists as
+    ``compaction.usable_spans`` splits spans (by ``owner(trace id)``), and the others by reason."""
+    picks: list[list[int]] = [[] for _ in range(owners)]
     rejected: dict[str, int] = {}
     for position, record in enumerate(log_records(req)):
         reason = reject_reason(record)
-        if reason is None:
-            usable.append(position)
-        else:
+        if reason is not None:
             rejected[reason] = rejected.get(reason, 0) + 1
-    return usable, [Rejected(r, c) for r, c in rejected.items()]
+        else:
+            picks[0 if owner is None else owner(record.trace_id)].append(position)
+    return picks, [Rejected(r, c) for r, c in rejected.items()]
 
 
 def events_at(req: ExportLogsServiceRequest, picks: Iterable[int]) -> list[LogEvent]:
@@ -90,7 +92,7 @@ def events_at(req: ExportLogsServiceRequest, picks: Iterable[int]) -> list[LogEv
 
 def events_from_request(req: ExportLogsServiceRequest) -> tuple[list[LogEvent], list[Rejected]]:
     """Every usable record's ``LogEvent``; the others counted by reason. Never raises on content."""
-    usable, rejected = usable_records(req)
+    [usable], rejected = usable_records(req)
     return events_at(req, usable), rejected
 
 

@@ -10,6 +10,7 @@ over the request (it runs on every span a receiver gets).
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from typing import NamedTuple
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -46,40 +47,19 @@ def judge_records(request: ExportLogsServiceRequest, owners: int = 1) -> Judged:
 
 
 def route_spans(req: ExportTraceServiceRequest, n: int) -> tuple[list[list[int]], list[Rejected]]:
-    """The positions of the usable spans each of ``n`` owners takes (``route``, inlined), and the others by
-    reason."""
-    if n == 1:
-        usable, rejected = compaction.usable_spans(req)
-        return [usable], rejected
-    picks: list[list[int]] = [[] for _ in range(n)]
-    adds = [p.append for p in picks]
-    found: dict[str, int] = {}
-    crc32, reject_reason = zlib.crc32, compaction.reject_reason
-    position = 0
-    for rs in req.resource_spans:
-        for ss in rs.scope_spans:
-            for span in ss.spans:
-                reason = reject_reason(span)
-                if reason is None:
-                    adds[crc32(span.trace_id) % n](position)
-                else:
-                    found[reason] = found.get(reason, 0) + 1
-                position += 1
-    return picks, [Rejected(r, c) for r, c in found.items()]
+    """The positions of the usable spans each of ``n`` owners takes, and the others by reason."""
+    return compaction.usable_spans(req, n, _owner(n))
 
 
 def route_records(req: ExportLogsServiceRequest, n: int) -> tuple[list[list[int]], list[Rejected]]:
     """The positions of the usable log records each of ``n`` owners takes (by their trace id), and the others
     by reason."""
+    return logs.usable_records(req, n, _owner(n))
+
+
+def _owner(n: int) -> Callable[[bytes], int] | None:
+    """``route`` for ``n`` owners, as a function of the trace id; None for one (every span is its)."""
     if n == 1:
-        usable, rejected = logs.usable_records(req)
-        return [usable], rejected
-    picks: list[list[int]] = [[] for _ in range(n)]
-    found: dict[str, int] = {}
-    for position, record in enumerate(logs.log_records(req)):
-        reason = logs.reject_reason(record)
-        if reason is None:
-            picks[zlib.crc32(record.trace_id) % n].append(position)
-        else:
-            found[reason] = found.get(reason, 0) + 1
-    return picks, [Rejected(r, c) for r, c in found.items()]
+        return None
+    crc32 = zlib.crc32
+    return lambda trace_id: crc32(trace_id) % n
