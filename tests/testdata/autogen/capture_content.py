@@ -2,7 +2,7 @@
 records no arguments, results or messages (capture.py), so content comes from an instrumentation of the model
 client underneath. The agent is an ``AssistantAgent`` on autogen-ext's ``OpenAIChatCompletionClient`` (the
 official ``openai`` client), talking to an OpenAI-compatible chat-completions server on 127.0.0.1 written here
-(``completion``, served by ``_capture.JsonServer``): it answers with the scenario's turn (tool calls with ids
+(``_genai.chat_completion``, served by ``_capture.JsonServer``): it answers with the scenario's turn (tool calls with ids
 ``call_<turn>_<n>``), picked by how many assistant messages the request holds, then the answer. No network, no
 LLM. autogen-core's own spans go to the same provider, as in any deployment with a global tracer provider.
 
@@ -32,7 +32,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
@@ -55,7 +54,8 @@ from tests.scenarios import (  # noqa: E402
     Scenario,
     ScriptedTools,
 )
-from tests.testdata._capture import JsonServer, model_turn  # noqa: E402
+from tests.testdata._capture import JsonServer  # noqa: E402
+from tests.testdata._genai import chat_completion  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
 AGENT = "support_agent"
@@ -78,35 +78,6 @@ EXPORTER = InMemorySpanExporter()
 PROVIDER = TracerProvider()
 PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
 trace.set_tracer_provider(PROVIDER)  # autogen-core and both instrumentations trace through the global provider
-
-
-def completion(scenario: Scenario, body: dict[str, Any]) -> dict[str, Any]:
-    """POST /v1/chat/completions: the scenario's next turn, chosen by the assistant messages already sent."""
-    turn = sum(1 for m in body["messages"] if m.get("role") == "assistant")
-    reply = model_turn(scenario.turns, scenario.answer, turn)
-    message: dict[str, Any] = {"role": "assistant", "content": None}
-    if isinstance(reply, Ask):
-        message["content"], finish = reply.text, "stop"
-    elif isinstance(reply, str):
-        message["content"], finish = reply, "stop"
-    else:
-        message["tool_calls"] = [
-            {
-                "id": f"call_{turn}_{n}",
-                "type": "function",
-                "function": {"name": c.tool, "arguments": json.dumps(c.args)},
-            }
-            for n, c in enumerate(reply)
-        ]
-        finish = "tool_calls"
-    return {
-        "id": f"chatcmpl-{turn}",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": "gpt-4o-2024-08-06",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }
 
 
 class ErrorObjects(ScriptedTools):
@@ -144,7 +115,7 @@ async def _run(scenario: Scenario, url: str, error_objects: bool = False) -> Non
 
 
 def capture(scenario: Scenario, mode: str, content: bool, error_objects: bool = False) -> None:
-    server = JsonServer(lambda body: completion(scenario, body))
+    server = JsonServer(lambda body: chat_completion(scenario, body, model="gpt-4o-2024-08-06"))
     try:
         EXPORTER.clear()
         with PROVIDER.get_tracer("luckrate.capture").start_as_current_span(
