@@ -143,24 +143,24 @@ def grade(traj: Trajectory, spec: Spec, checks: tuple[Check, ...] = REGISTRY) ->
 
     lacking = _lacking(traj)
 
-    def runnable(name: str, needs: frozenset[str]) -> bool:
-        reason = next((why for need, why in lacking if need in needs), None)
-        if reason:
-            skipped.append(f"{name} ({reason})")
-        return reason is None
+    def runnable(phase: tuple[tuple[str, Any, frozenset[str]], ...]) -> list[Any]:
+        """The phase's checks the source supports; the others listed as skipped, with why."""
+        if not lacking:  # the common case: the source records everything
+            return [check for _, check, _ in phase]
+        out = []
+        for name, check, needs in phase:
+            reason = next((why for need, why in lacking if need in needs), None)
+            if reason:
+                skipped.append(f"{name} ({reason})")
+            else:
+                out.append(check)
+        return out
 
+    # The registry's plan is looked up by the spec alone: hashing the registry too would cost every run.
     plain, provenance, with_prov = _plan(spec) if checks is REGISTRY else _plan(spec, checks)
-    if not lacking:  # the common case, without a call per check to ask
-        for _, check, _ in plain:
-            violations.extend(check(traj, spec))
-        wanted = [check for _, check, _ in provenance]
-        with_traj = [check for _, check, _ in with_prov]
-    else:
-        for name, check, needs in plain:
-            if runnable(name, needs):
-                violations.extend(check(traj, spec))
-        wanted = [check for name, check, needs in provenance if runnable(name, needs)]
-        with_traj = [check for name, check, needs in with_prov if runnable(name, needs)]
+    for check in runnable(plain):
+        violations.extend(check(traj, spec))
+    wanted, with_traj = runnable(provenance), runnable(with_prov)
     if wanted or with_traj:
         args = traced(traj, spec)
         for check in wanted:

@@ -84,7 +84,7 @@ class Request:
     pointed at or not by what came before it, so the walk stops at the furthest source asked about."""
 
     def __init__(self, text: str) -> None:
-        self._written = text
+        self._raw = text
         self.text = text.casefold()
         """The user's input, case-folded."""
         self._pointed: dict[int, bool] = {}
@@ -95,12 +95,12 @@ class Request:
     @functools.cached_property
     def names(self) -> frozenset[str]:
         """Capitalised words of the input (case-folded): the people and things the user named."""
-        return frozenset(n.casefold() for n in _NAME.findall(self._written))
+        return frozenset(n.casefold() for n in _NAME.findall(self._raw))
 
     @functools.cached_property
     def hosts(self) -> frozenset[str]:
         """The hosts of the URLs the user wrote."""
-        return frozenset(h for h in map(_host, tokens(self._written)) if h)
+        return frozenset(h for h in map(_host, tokens(self._raw)) if h)
 
     @classmethod
     def of(cls, prov: Provenance) -> Request:

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 from luckrate.core import forms
 from luckrate.core.identifiers import MAX_SCANNED, is_identifier, walk, words
 from luckrate.core.sources import USER, Origin, SourceIndex, source_name
-from luckrate.core.step import Step, Trajectory
+from luckrate.core.step import Step, Trajectory, clocked
 
 
 class Argument(NamedTuple):
@@ -90,8 +90,7 @@ class Provenance(list[Argument]):
         """The run's own dates (ISO, UTC) from its clock: the days its steps started on; empty without a clock
         (worked out on first use: most runs never ask)."""
         if self._run_days is None:
-            clocked = any(s.t > 0.0 or s.duration > 0.0 for s in self.steps)  # as Trajectory.has_clock
-            times = {step.t for step in self.steps} if clocked else set()
+            times = {step.t for step in self.steps} if clocked(self.steps) else set()
             self._run_days = frozenset(filter(None, map(_day, times)))
         return self._run_days
 

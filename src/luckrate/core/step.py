@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import Any
 
 from luckrate.core.frozen import fast_init
@@ -100,8 +101,8 @@ class Trajectory:
 
     @property
     def has_clock(self) -> bool:
-        """True when the source recorded real timestamps (any step with a start or a duration)."""
-        return any(s.t > 0.0 or s.duration > 0.0 for s in self.steps)
+        """True when the source recorded real timestamps (``clocked``)."""
+        return clocked(self.steps)
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -113,3 +114,8 @@ def numbered(steps: list[Step] | tuple[Step, ...]) -> tuple[Step, ...]:
     from dataclasses import replace
 
     return tuple(s if s.index == i else replace(s, index=i) for i, s in enumerate(steps))
+
+
+def clocked(steps: Iterable[Step]) -> bool:
+    """True when the steps carry real timestamps (any with a start or a duration)."""
+    return any(s.t > 0.0 or s.duration > 0.0 for s in steps)
