@@ -18,6 +18,13 @@ an ``Assembler`` that never completes a trace, divided by the spans buffered (th
 ``run.py``'s resident-bytes figure; RSS adds allocator slack on top).
 
     .venv/bin/python benchmarks/stages.py [--rounds 5]
+
+The grade stage alone, in instructions (the same count whatever else the machine runs): N rounds less 0 rounds,
+
+    for n in 0 4; do PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+        .venv/bin/python benchmarks/stages.py --grade-only $n 2>&1 | grep 'I *refs'; done
+
+and divide the difference by 4 and by the spans it prints.
 """
 
 from __future__ import annotations
@@ -51,9 +58,12 @@ def _time(fn, spans: int) -> float:
     return (time.perf_counter() - start) / spans * 1e6
 
 
-def one_round(template: traffic.Template, specs, telemetry: Telemetry, tables) -> dict[str, float]:
+def one_round(
+    template: traffic.Template, specs, telemetry: Telemetry, tables, runs: list | None = None
+) -> dict[str, float]:
     """µs per span of each stage, over ``REQUESTS`` requests with fresh trace ids; ``tables`` the compaction
-    tables, one for the process as the service's intake holds one."""
+    tables, one for the process as the service's intake holds one. ``runs``, when given, gets the round's
+    ``(trajectory, spec)`` pairs (``--grade-only`` grades them again)."""
     bodies = [template.render(n, 1) for n in range(REQUESTS)]
     spans = template.spans * REQUESTS
     out: dict[str, float] = {}
@@ -75,6 +85,8 @@ def one_round(template: traffic.Template, specs, telemetry: Telemetry, tables) -
     trajs: list = []
     out["adapt"] = _time(lambda: trajs.extend(trajectory_from_spans(t.spans) for t in traces), spans)
     pairs = [(t, spec_for(specs, t.agent)) for t in trajs]
+    if runs is not None:
+        runs.extend(pairs)
     grades: list = []
     out["grade"] = _time(lambda: grades.extend(grade(t, s) for t, s in pairs), spans)
 
@@ -113,15 +125,37 @@ def bytes_per_tool_span(requests: int = 40) -> float:
     return (after - before) / (template.spans * (requests - 1))
 
 
+def grade_only(template: traffic.Template, specs, telemetry: Telemetry, tables, rounds: int) -> int:
+    runs: list = []
+    one_round(template, specs, telemetry, tables, runs)
+    spans = template.spans * REQUESTS
+    best = min((_time(lambda: [grade(t, s) for t, s in runs], spans) for _ in range(rounds)), default=None)
+    print(
+        f"grade {len(runs)} runs, {spans} spans, {rounds} rounds: best {best:.2f} µs/span"
+        if best
+        else "grade: 0 rounds"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument(
+        "--grade-only",
+        type=int,
+        metavar="N",
+        help="grade one round's runs N more times and print the best µs/span; under cachegrind, the instruction "
+        "count with N less the count with 0 is N rounds of the grade stage alone, a figure load does not move",
+    )
     args = parser.parse_args(argv)
     specs = load_specs(SPEC)
     telemetry = Telemetry([], Labels(specs, 50))
     template = traffic.build()
     tables = interning()
+    if args.grade_only is not None:
+        return grade_only(template, specs, telemetry, tables, args.grade_only)
     one_round(template, specs, telemetry, tables)  # warm-up
     rounds = [one_round(template, specs, telemetry, tables) for _ in range(args.rounds)]
     print(f"{'stage':<9} {'µs/span':>8}   rounds")
