@@ -68,6 +68,20 @@ def test_scanning_and_the_token_index_agree(sources):
     assert scanning._tokens is None and indexed._tokens is not None
 
 
+@settings(max_examples=150, deadline=None)
+@given(sources=st.lists(texts, min_size=1, max_size=5), before=st.integers(0, 6))
+def test_a_lookup_below_a_position_is_the_whole_lookup_cut_there(sources, before):
+    # Scanning only the sources below ``before`` (a link followed back from a later source) must find what the
+    # whole lookup finds there, whichever of the keys was looked up whole first.
+    keys = sorted(set().union(*(tokens(t) for t in sources)) | {"a1", "9"})
+    for scan in (True, False):
+        cut, whole = _index(sources, scan), _index(sources, scan)
+        for key in keys:
+            expected = [p for p in whole.tokens_of(key) if p < before]
+            assert list(cut.tokens_of(key, before)) == expected, (key, scan)
+            assert list(cut.tokens_of(key)) == list(whole.tokens_of(key)), (key, scan)
+
+
 def test_lookups_past_the_budget_switch_to_the_index_for_good():
     index = SourceIndex()
     index.add("user", "order ORD-1")

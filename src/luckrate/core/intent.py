@@ -234,7 +234,7 @@ def _followed(ref: str, before: int, request: Request, prov: Provenance) -> bool
             for p in range(sources.users, before)
         )
     for k in _spellings(ref):
-        for position in sources.tokens_before(k, before):
+        for position in sources.tokens_of(k, before):
             # Cheapest first: whether the source was pointed at is worked out once per source, the cues are read
             # around each key, and a pointed record needs the source's fields.
             pointed = request.pointed(position, prov)

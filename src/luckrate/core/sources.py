@@ -129,17 +129,9 @@ class SourceIndex:
             hit = self._found[cache_key] = (self.names(positions), tuple(positions))
         return hit
 
-    def tokens_before(self, key: str, before: int) -> Sequence[int]:
-        """``tokens_of(key)`` among the sources before position ``before`` only (while scanning, the later
-        sources are not searched)."""
-        if self._tokens is None and self._scanned <= SCAN_FACTOR * self._chars:
-            found: Sequence[int] = self._scan(key, before)  # may hold later ones, scanned for earlier
-        else:
-            found = self.tokens_of(key)
-        return found if not found or found[-1] < before else found[: bisect.bisect_left(found, before)]
-
-    def tokens_of(self, key: str) -> Sequence[int]:
-        """The positions (ascending) of the sources holding ``key`` as a plain token; do not modify.
+    def tokens_of(self, key: str, before: int | None = None) -> Sequence[int]:
+        """The positions (ascending) of the sources holding ``key`` as a plain token, with ``before`` only those
+        below it (while scanning, the later sources are not searched); do not modify.
 
         Two modes, one answer (tests/core/test_provenance_scan.py checks they agree). A run starts by
         *scanning*: each new key is searched for in the sources' text (a C substring search), and only the
@@ -149,12 +141,14 @@ class SourceIndex:
         of the run: grading stays linear however long the run."""
         if self._tokens is None:
             if self._scanned <= SCAN_FACTOR * self._chars:
-                return self._scan(key)
+                found: Sequence[int] = self._scan(key, before)  # may hold later ones, scanned for earlier
+                return found if before is None else _below(found, before)
             self._tokens, self._scans, self._folded = {}, {}, []
         if self._tokens_upto < len(self._sources):
             self._catch_up(self._tokens, self._tokens_upto, tokens)
             self._tokens_upto = len(self._sources)
-        return self._tokens.get(key, _NONE)
+        found = self._tokens.get(key, _NONE)
+        return found if before is None else _below(found, before)
 
     def _scan(self, key: str, before: int | None = None) -> list[int]:
         found, upto = self._scans.get(key) or ([], 0)
@@ -328,6 +322,11 @@ class SourceIndex:
                 str(v).casefold() for _, v in walk(args or {}) if isinstance(v, (str, int)) and not isinstance(v, bool)
             )
         return called
+
+
+def _below(positions: Sequence[int], before: int) -> Sequence[int]:
+    """The ascending ``positions`` below ``before``."""
+    return positions if not positions or positions[-1] < before else positions[: bisect.bisect_left(positions, before)]
 
 
 def _form_keys(text: str) -> set[str]:
