@@ -557,7 +557,7 @@ def test_instructions_are_read_in_the_text_leading_up_to_the_value(text, familie
     folded = text.casefold()
     at = folded.find("x@y.test")
     assert intent.cues(folded[max(0, at - intent.INSTRUCTION_WINDOW) : at]) == families
-    assert intent.instructs([text], ("x@y.test",)) is (families >= intent.INSTRUCTION_CUES)
+    assert intent.instructs(text.casefold(), ("x@y.test",)) is (families >= intent.INSTRUCTION_CUES)
 
 
 _CUE_TEXT = st.lists(

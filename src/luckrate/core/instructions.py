@@ -4,7 +4,6 @@ to a value (``instructs``). Taint's strongest evidence (core/checks/taint.py, th
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 # What text says when it speaks to an agent rather than to its reader, in families (English). None is an
 # attack's template: each is how instructions to a model are phrased, whoever wrote them.
@@ -41,14 +40,10 @@ INSTRUCTION_WINDOW = 600
 instruction leads up to what it asks for, and a value written before an injected paragraph is not part of it."""
 
 
-def instructs(texts: Iterable[str], keys: tuple[str, ...]) -> bool:
-    """The text leading up to a value reads as instructions to the agent: ``INSTRUCTION_CUES`` families of
-    ``_INSTRUCTION_CUES`` within ``INSTRUCTION_WINDOW`` characters before the value, and in its own words."""
-    return any(instructs_folded(text.casefold(), keys) for text in texts)
-
-
-def instructs_folded(folded: str, keys: tuple[str, ...]) -> bool:
-    """``instructs`` for one text, already case-folded."""
+def instructs(folded: str, keys: tuple[str, ...]) -> bool:
+    """The case-folded text leading up to a value (any of ``keys``) reads as instructions to the agent:
+    ``INSTRUCTION_CUES`` families of ``_INSTRUCTION_CUES`` within ``INSTRUCTION_WINDOW`` characters before the value,
+    and in its own words."""
     for key in keys:
         at = folded.find(key)
         while at >= 0:

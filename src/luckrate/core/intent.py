@@ -37,7 +37,7 @@ from typing import cast
 from collections.abc import Iterable, Iterator
 
 from luckrate.core import forms
-from luckrate.core.instructions import instructs_folded, speaks
+from luckrate.core.instructions import instructs, speaks
 from luckrate.core.fields import field_name, record_of
 from luckrate.core.identifiers import is_identifier, tokens, walk
 from luckrate.core.provenance import Argument, Provenance
@@ -230,7 +230,7 @@ def _followed(ref: str, before: int, request: Request, prov: Provenance) -> bool
             ref in sources.folded(p)  # a substring test in C before the word's pattern
             and word.search(sources.folded(p)) is not None
             and request.pointed(p, prov)
-            and not instructs_folded(sources.folded(p), (ref,))
+            and not instructs(sources.folded(p), (ref,))
             for p in range(sources.users, before)
         )
     for k in _spellings(ref):
@@ -238,7 +238,7 @@ def _followed(ref: str, before: int, request: Request, prov: Provenance) -> bool
             # Cheapest first: whether the source was pointed at is worked out once per source, the cues are read
             # around each key, and a pointed record needs the source's fields.
             pointed = request.pointed(position, prov)
-            if instructs_folded(sources.folded(position), (k,)):
+            if instructs(sources.folded(position), (k,)):
                 continue
             if pointed or _in_pointed_record(k, position, request, prov):
                 return True
@@ -329,7 +329,7 @@ def addresses_agent(origin: Origin, arg: Argument, prov: Provenance) -> bool:
         return any(map(speaks, texts))
     folded = [text.casefold() for text in _texts(origin, arg.matched, prov)]
     if any(key in text for text in folded for key in arg.matched):
-        return any(instructs_folded(text, arg.matched) for text in folded)
+        return any(instructs(text, arg.matched) for text in folded)
     # Found in another form ("the 13th of May" for 2024-05-13): the field that holds it, read whole.
     return any(map(speaks, prov.sources.texts(origin, arg.matched)))
 
