@@ -163,6 +163,25 @@ def test_agents_of_the_wrong_type_are_refused(tmp_path, capsys):
     assert "'agents' must be a list of non-empty strings" in capsys.readouterr().err
 
 
+def test_convert_keeps_the_steps_named_by_a_tool_class(tmp_path, capsys):
+    # With content off Traceloop's LangChain.js spans name each tool by its class (DeleteAccountTool): a
+    # converted run must still say so, or the file grades the forbidden call as an unknown tool.
+    otlp = TESTDATA / "langchainjs-traceloop" / "forbidden.classtools.nocontent.langchainjs-traceloop.otlp"
+    assert main(["convert", str(otlp)]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["tool_classes"] == ["LookupOrderTool", "DeleteAccountTool"]
+    path = write(tmp_path, "forbidden.jsonl", line)
+    assert main(["grade", "--spec", SPEC, "--json", path]) == 1
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert [(v["check"], v["tool"]) for v in run["violations"]] == [("forbidden", "delete_account")]
+
+
+def test_tool_classes_of_the_wrong_type_are_refused(tmp_path, capsys):
+    path = write(tmp_path, "bad.jsonl", json.dumps({"id": "r", "steps": [], "tool_classes": [""]}))
+    assert main(["grade", "--spec", SPEC, path]) == 2
+    assert "'tool_classes' must be a list of non-empty strings" in capsys.readouterr().err
+
+
 TESTDATA = ROOT / "tests" / "testdata"
 FORMAT_FILES = [
     ("otlp", "langgraph/injected.openinference.otlp", "taint"),

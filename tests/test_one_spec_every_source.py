@@ -191,10 +191,24 @@ CANNOT_MARK_FAILURES = {
 writes the GenAI conventions' messages drops the ``tool_result`` block's ``is_error`` (its legacy flattened
 prompts kept it)."""
 
-TOOL_CLASS_NAMES = {"langchainjs+traceloop-node": otlp_capture("langchainjs-traceloop")}
+TOOL_CLASS_NAMES = {
+    "langchainjs+traceloop-node": otlp_capture("langchainjs-traceloop"),
+    "langchainjs+traceloop-node-class-tools": otlp_capture("langchainjs-traceloop", "classtools"),
+}
 """Sources that name every tool span after the tool's class (Traceloop's Node SDK over LangGraph.js:
-``execute_tool DynamicStructuredTool``): the tool's name comes from the ToolMessage it returned or the
-model's request, both content; with content off the steps keep the class name."""
+``execute_tool DynamicStructuredTool`` for a ``tool()``, ``execute_tool LookupOrderTool`` for a class of the
+application's): the tool's name comes from the ToolMessage it returned or the model's request, both content;
+with content off the steps keep the class name."""
+CLASS_TOOLS = {
+    "lookup_order": "LookupOrderTool",
+    "issue_refund": "IssueRefund",
+    "fetch_webpage": "FetchWebpage",
+    "send_email": "SendEmailTool",
+    "delete_account": "DeleteAccountTool",
+    "escalate_to_human": "EscalateToHuman",
+    "cancel_order": "CancelOrderTool",
+}
+"""The class each tool of the class-tools captures is named by on its span (capture.mjs, ``classTools``)."""
 
 NODE_SDK_CONTENT_OFF = {"langchainjs+traceloop-node-sdk": otlp_capture("langchainjs-traceloop", "sdk-nocontent")}
 """LangGraph.js under Traceloop's Node SDK itself (``traceloop.initialize({traceContent: false})``): the SDK does
@@ -457,13 +471,30 @@ def test_tool_class_names_resolve_to_the_tools_called(source, scenario):
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
-@pytest.mark.parametrize("source", TOOL_CLASS_NAMES)
-def test_tool_class_names_stay_without_content(source, scenario):
-    # Content off leaves the class name only: every step is kept, none is named (unknown_tool warns).
-    traj = TOOL_CLASS_NAMES[source](scenario, content=False)
+def test_tool_class_names_stay_without_content(scenario):
+    # Content off leaves LangChain's own class only (a tool made by tool()): every step is kept, none is named
+    # (unknown_tool warns).
+    traj = TOOL_CLASS_NAMES["langchainjs+traceloop-node"](scenario, content=False)
     assert traj.content is False
     assert [s.tool for s in traj.steps] == ["DynamicStructuredTool"] * len(scenario.calls)
     assert ("unknown_tool", "DynamicStructuredTool") in {(v.check, v.tool) for v in grade(traj, SPEC).violations}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS + POLICY_SCENARIOS + (FAILING_LOOP,), ids=lambda s: s.name)
+def test_application_tool_classes_are_graded_as_the_tools_they_name_without_content(scenario):
+    # Tools written as classes (`class LookupOrderTool extends StructuredTool`) leave their class on the span,
+    # and with content off nothing else: every step was unknown_tool, lookup_order "missing", the forbidden
+    # delete_account unseen. Each class names one tool of the spec, so the verdict is the scenario's but what
+    # needs content (taint, before's same order, the user's confirmation), skipped and listed instead.
+    traj = TOOL_CLASS_NAMES["langchainjs+traceloop-node-class-tools"](scenario, content=False)
+    assert traj.content is False
+    assert [s.tool for s in traj.steps] == [CLASS_TOOLS[c.tool] for c in scenario.calls]
+    assert traj.tool_classes == tuple(dict.fromkeys(CLASS_TOOLS[c.tool] for c in scenario.calls))
+    g = grade(traj, SPEC)
+    needs_content = {"taint": "taint", "before": "before:same", "confirm": "confirm"}
+    assert {(v.check, v.tool) for v in g.violations} == {p for p in scenario.expected if p[0] not in needs_content}
+    for check, _ in scenario.expected:
+        assert check not in needs_content or any(s.startswith(f"{needs_content[check]} (") for s in g.skipped)
 
 
 @pytest.mark.parametrize("content", [True, False], ids=["content", "nocontent"])

@@ -5,8 +5,9 @@
 
 In a step only ``tool`` is required; missing fields take their defaults. Beside the steps a run may
 carry ``messages`` (``[{"role": "user"|"agent", "text": ..., "before_step": N}]``, the conversation placed
-among the steps) and ``model_turns`` (one entry per step: the model turn that issued it, or null). Without
-``input``, the user's messages are the input.
+among the steps), ``model_turns`` (one entry per step: the model turn that issued it, or null) and
+``tool_classes`` (step tool names that are the class implementing a tool, not its name: each is graded as the
+spec's tool it names). Without ``input``, the user's messages are the input.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ _RUN_FIELDS = {
     "messages",
     "model_turns",
     "agents",
+    "tool_classes",
 }
 _MESSAGE_FIELDS = {"role", "text", "before_step"}
 
@@ -78,6 +80,10 @@ def trajectory_from_dict(obj: Any) -> Trajectory:
     if not isinstance(agents, list) or not all(isinstance(a, str) and a for a in agents):
         problems.append(("", "'agents' must be a list of non-empty strings"))
         agents = []
+    classes = obj.get("tool_classes", [])
+    if not isinstance(classes, list) or not all(isinstance(c, str) and c for c in classes):
+        problems.append(("", "'tool_classes' must be a list of non-empty strings"))
+        classes = []
     if problems:
         raise _invalid(run_id, problems)
     if "input" not in obj and messages:
@@ -88,6 +94,7 @@ def trajectory_from_dict(obj: Any) -> Trajectory:
         messages=messages,
         model_turns=model_turns,
         agents=tuple(agents),
+        tool_classes=tuple(dict.fromkeys(classes)),
         case=obj.get("case"),
         agent=obj.get("agent"),
         input=user_input,
@@ -213,6 +220,8 @@ def trajectory_to_dict(traj: Trajectory) -> dict[str, Any]:
         out["model_turns"] = list(traj.model_turns)
     if traj.agents:
         out["agents"] = list(traj.agents)
+    if traj.tool_classes:
+        out["tool_classes"] = list(traj.tool_classes)
     if not traj.content:
         out["content"] = False
     if traj.error is not None:

@@ -20,6 +20,7 @@ from luckrate.core.checks import (
     TURNS,
     Check,
 )
+from luckrate.core import tool_classes
 from luckrate.core.frozen import fast_init
 from luckrate.core.provenance import Provenance, trace
 from luckrate.core.spec import Spec
@@ -138,6 +139,8 @@ def grade(traj: Trajectory, spec: Spec, checks: tuple[Check, ...] = REGISTRY) ->
     reason = gradable(traj)
     if reason is not None:
         return RunGrade(traj.id, traj.case_id, traj.agent, traj.output_ok, (), (), reason)
+    if traj.tool_classes:  # steps named by a tool's class take the spec's tool it names, once per run
+        traj = tool_classes.resolve(traj, spec)
     violations: list[Violation] = []
     skipped: list[str] = []
 

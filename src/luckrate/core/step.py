@@ -90,6 +90,9 @@ class Trajectory:
     """Every agent the source recorded running in the run, in the order they started, those that made no
     step too (an agent handed the run only to write the answer); empty when the source records none beyond
     ``agent`` and the steps' ``agent``."""
+    tool_classes: tuple[str, ...] = ()
+    """Step names that are the class implementing a tool, not its name (a source that recorded only the class):
+    grading reads each as the spec's tool it names (core/tool_classes.py). Empty for most sources."""
 
     def __post_init__(self) -> None:
         if self.model_turns and len(self.model_turns) != len(self.steps):

@@ -8,6 +8,8 @@
 // graph invocations (the second with the first's messages and the user's reply) under that root span.
 // Content capture off is the instrumentation's `traceContent: false` (Traceloop's
 // TRACELOOP_TRACE_CONTENT=false), set per process: `node capture.mjs --no-content`.
+// `--class-tools` defines the tools as classes (`class LookupOrderTool extends StructuredTool`, in the
+// styles listed at classTools) instead of with `tool()`; it runs itself again with `--no-content` too.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -16,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import * as CallbackManagerModule from '@langchain/core/callbacks/manager';
 import { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { AIMessage, HumanMessage } from '@langchain/core/messages';
-import { tool } from '@langchain/core/tools';
+import { DynamicStructuredTool, StructuredTool, tool } from '@langchain/core/tools';
 import { MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
 import { ToolNode, toolsCondition } from '@langchain/langgraph/prebuilt';
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
@@ -28,6 +30,7 @@ import { z } from 'zod';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..', '..', '..');
 const CONTENT = !process.argv.includes('--no-content');
+const CLASSES = process.argv.includes('--class-tools');
 const PARAMS = {
   lookup_order: { order_id: z.string() }, issue_refund: { order_id: z.string(), amount: z.number() },
   fetch_webpage: { url: z.string() }, send_email: { to: z.string(), body: z.string() },
@@ -75,7 +78,45 @@ function tools(s) {
   }, { name, description: name.replaceAll('_', ' '), schema: z.object(schema) }));
 }
 
-function agent(s, name = 'support_agent', ts = tools(s)) {
+// The same tools as classes, one of each style LangChain.js users write: the instrumentation names a
+// tool span after the class (LangChain's get_lc_unique_name: its `static lc_name()` if it defines one,
+// else the constructor's name), not after the tool's `name`.
+function classTools(s) {
+  const pending = {};
+  for (const turn of s.turns) if (Array.isArray(turn)) for (const c of turn) (pending[c.tool] ??= []).push(c);
+  const answer = async (name) => {
+    await pause(2);
+    const call = pending[name].shift();
+    if (call.error !== null) throw new Error(call.error);
+    return call.result ?? '';
+  };
+  const fields = (name) => ({ name, description: name.replaceAll('_', ' '), schema: z.object(PARAMS[name]) });
+  class ScriptedTool extends StructuredTool {  // an application's own base class
+    constructor(name) { super(); Object.assign(this, fields(name)); }
+    async _call() { return answer(this.name); }
+  }
+  class LookupOrderTool extends ScriptedTool { constructor() { super('lookup_order'); } }
+  class IssueRefund extends ScriptedTool { constructor() { super('issue_refund'); } }  // no "Tool" suffix
+  class FetchWebpageTool extends ScriptedTool {  // lc_name() kept under minification: its value names the span
+    static lc_name() { return 'FetchWebpage'; }
+    constructor() { super('fetch_webpage'); }
+  }
+  class SendEmailTool extends StructuredTool {  // fields declared on the class
+    name = 'send_email';
+    description = 'send email';
+    schema = z.object(PARAMS.send_email);
+    async _call() { return answer('send_email'); }
+  }
+  class DeleteAccountTool extends ScriptedTool { constructor() { super('delete_account'); } }
+  class EscalateToHuman extends DynamicStructuredTool {  // a subclass of the class tool() makes
+    constructor() { super({ ...fields('escalate_to_human'), func: async () => answer('escalate_to_human') }); }
+  }
+  class CancelOrderTool extends ScriptedTool { constructor() { super('cancel_order'); } }
+  return [LookupOrderTool, IssueRefund, FetchWebpageTool, SendEmailTool, DeleteAccountTool, EscalateToHuman,
+    CancelOrderTool].map((Class) => new Class());
+}
+
+function agent(s, name = 'support_agent', ts = (CLASSES ? classTools : tools)(s)) {
   const model = new ScriptedChatModel(s).bindTools(ts);
   return new StateGraph(MessagesAnnotation)
     .addNode('agent', async (state) => ({ messages: [await model.invoke(state.messages)] }))
@@ -106,7 +147,7 @@ instrumentation.manuallyInstrument({ callbackManagerModule: CallbackManagerModul
 const tracer = provider.getTracer('luckrate.capture');
 
 const runs = scenarios().map((s) => [s, s.name, agent]);
-if (CONTENT) runs.push([scenarios().find((s) => s.name === 'forbidden'), 'handoff', triage]);
+if (CONTENT && !CLASSES) runs.push([scenarios().find((s) => s.name === 'forbidden'), 'handoff', triage]);
 for (const [s, name, build] of runs) {
   exporter.reset();
   await tracer.startActiveSpan(`eval ${s.name}`, { attributes: { 'luckrate.output_ok': true } }, async (root) => {
@@ -120,10 +161,13 @@ for (const [s, name, build] of runs) {
   });
   await provider.forceFlush();
   const spans = exporter.getFinishedSpans();
-  const stem = join(HERE, `${name}${CONTENT ? '' : '.nocontent'}.langchainjs-traceloop`);
+  const stem = join(HERE, `${name}${CLASSES ? '.classtools' : ''}${CONTENT ? '' : '.nocontent'}.langchainjs-traceloop`);
   writeFileSync(`${stem}.otlp`, ProtobufTraceSerializer.serializeRequest(spans));
   if (CONTENT) writeFileSync(`${stem}.otlp.json`, Buffer.from(JsonTraceSerializer.serializeRequest(spans)));
   console.log(`${stem}.otlp: ${spans.length} spans`);
 }
 await provider.shutdown();
-if (CONTENT) execFileSync(process.execPath, [fileURLToPath(import.meta.url), '--no-content'], { stdio: 'inherit' });
+if (CONTENT) {
+  const again = [fileURLToPath(import.meta.url), '--no-content', ...(CLASSES ? ['--class-tools'] : [])];
+  execFileSync(process.execPath, again, { stdio: 'inherit' });
+}

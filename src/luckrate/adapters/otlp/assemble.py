@@ -85,7 +85,7 @@ class _Assembly:
         self._input_memo: dict[bytes, list[Message] | None] = {}
 
     def trajectory(self, run_id: str) -> Trajectory:
-        calls, captured = self._tool_calls()
+        calls, captured, by_class = self._tool_calls()
         models = [(r, output_messages(r) or [], self.agent_of(r)) for r in self._spans(ModelRole)]
         answers = {r.span_id for r in self._spans(ToolRole) if self._tools[r.span_id].answer}
         responses, named = self._responses()
@@ -111,6 +111,7 @@ class _Assembly:
             messages=messages,
             model_turns=model_turns(joined, self._spans(ModelRole)) or event_turns(joined, others),
             agents=self._agents(),
+            tool_classes=traceloop.class_names(joined) if by_class else (),
         )
 
     def _agents(self) -> tuple[str, ...]:
@@ -162,26 +163,29 @@ class _Assembly:
             node = up
         return node
 
-    def _tool_calls(self) -> tuple[list[Call], bool]:
+    def _tool_calls(self) -> tuple[list[Call], bool, bool]:
         """One call per tool span, the spans that describe it again (``_outermost``) merged into it (its
         identity, their content and call id where it recorded none, a failure from any). The tool's name is the
-        first any of them names: the MCP SDK's client span names none in an attribute, its server span does."""
+        first any of them names: the MCP SDK's client span names none in an attribute, its server span does.
+        Beside the calls: whether any content was captured, and whether any call was named by its class."""
         groups: dict[bytes, list[SpanRecord]] = {}
         for rec in self._spans(ToolRole):
             groups.setdefault(self._outermost(rec).span_id, []).append(rec)
         calls: list[Call] = []
         for top_id, members in groups.items():
             members.sort(key=lambda r: r.span_id != top_id)  # the outermost first, then tree order
-            name = next((n for n in (self._tools[r.span_id].name for r in members) if n is not None), None)
-            if name is None:
+            namer = next((self._tools[r.span_id] for r in members if self._tools[r.span_id].name is not None), None)
+            if namer is None or namer.name is None:
                 raise InvalidInput(f"span {members[0].span_hex}: tool span names no tool", self.where)
-            parts = [self._call(r, self._tools[r.span_id], name) for r in members]
-            calls.append(functools.reduce(_merge, parts))
+            parts = [self._call(r, self._tools[r.span_id], namer.name) for r in members]
+            call = functools.reduce(_merge, parts)
+            calls.append(replace(call, class_name=True) if namer.class_name else call)
         captured = any(c.args_captured or c.result is not None for c in calls)
-        if any(c.tool in traceloop.TOOL_CLASSES for c in calls):
+        by_class = any(c.class_name for c in calls)
+        if by_class:
             asked = [(r.end_ns, q) for r in self._spans(ChainRole) for q in traceloop.requested_calls(r)]
             calls = traceloop.resolve_class_names(calls, asked)
-        return calls, captured
+        return calls, captured, by_class
 
     def _call(self, rec: SpanRecord, role: ToolRole, name: str) -> Call:
         args, parsed = parse_args(role.args)

@@ -45,6 +45,8 @@ class Call:
     call_id: str | None
     model: bytes | None = None
     """The span id of the model call whose request this call answers (None when no request names it)."""
+    class_name: bool = False
+    """``tool`` is the class implementing the tool, not its name (``ToolRole.class_name``)."""
 
 
 @dataclass

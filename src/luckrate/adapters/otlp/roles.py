@@ -28,6 +28,8 @@ class ToolRole:
     """A failure the span reports in its content rather than its status (e.g. LlamaIndex ``is_error``)."""
     answer: bool = False
     """The framework's answer channel (smolagents' ``final_answer``): the run's output, not a step."""
+    class_name: bool = False
+    """``name`` is the class implementing the tool, not the tool's name (Traceloop's LangChain.js tool spans)."""
 
 
 @fast_init
@@ -50,12 +52,13 @@ class ChainRole:
 Role = Union[ToolRole, AgentRole, ModelRole, ChainRole]
 
 
-def tool_role(name: Any, args: Any, result: Any, call_id: Any, mcp: bool = False) -> ToolRole:
+def tool_role(name: Any, args: Any, result: Any, call_id: Any, mcp: bool = False, class_name: bool = False) -> ToolRole:
     """A ToolRole with absent/redacted content as None and the call id trimmed (or found in a ToolMessage)."""
     args = args if captured(args) else None
     result = result if captured(result) else None
     cid = call_id.strip() if isinstance(call_id, str) and call_id.strip() else tool_message_call_id(result)
-    return ToolRole(name if isinstance(name, str) and name else None, args, result, cid, mcp)
+    name = name if isinstance(name, str) and name else None
+    return ToolRole(name, args, result, cid, mcp, class_name=class_name and name is not None)
 
 
 def suffix(span_name: str, prefix: str) -> str | None:

@@ -5,8 +5,9 @@ Python SDK, ``MCP send tools/call <tool>``) are tool calls too.
 Traceloop's Node SDK over LangChain.js writes GenAI operation names but keeps a tool's content in its
 own keys: ``traceloop.entity.input`` = ``{"args": [<the tool's input>]}``, ``traceloop.entity.output``
 = the ToolMessage it returns. It names every tool span after the tool's class (``execute_tool
-DynamicStructuredTool``); the ToolMessage names the tool the model called, so its ``name`` wins over a
-span name (never over ``gen_ai.tool.name``)."""
+DynamicStructuredTool``, ``execute_tool RefundTool``); the ToolMessage names the tool the model called, so its
+``name`` wins over a span name (never over ``gen_ai.tool.name``). A name read from such a span is marked as a
+class name (``ToolRole.class_name``)."""
 
 from __future__ import annotations
 
@@ -65,13 +66,14 @@ def _tool(rec: SpanRecord, prefix: str, mcp: bool = False):
     args, result = rec.get("gen_ai.tool.call.arguments"), rec.get("gen_ai.tool.call.result")
     if args is None and result is None and rec.get("traceloop.span.kind") is not None:
         args, result = _entity_args(rec.get("traceloop.entity.input")), rec.get("traceloop.entity.output")
-    name = (
-        rec.get("gen_ai.tool.name")
-        or tool_message_name(result)
-        or suffix(rec.name, prefix)
-        or (_mcp_target(rec.name) if mcp else None)
-    )
-    return tool_role(name, args, result, rec.get("gen_ai.tool.call.id"), mcp)
+    name = rec.get("gen_ai.tool.name") or tool_message_name(result)
+    if name:
+        return tool_role(name, args, result, rec.get("gen_ai.tool.call.id"), mcp)
+    name = suffix(rec.name, prefix)
+    # Traceloop Node's LangChain.js tool span (a "task") is named after the tool's class, whatever its name.
+    by_class = name is not None and rec.get("traceloop.span.kind") == "task"
+    name = name or (_mcp_target(rec.name) if mcp else None)
+    return tool_role(name, args, result, rec.get("gen_ai.tool.call.id"), mcp, class_name=by_class)
 
 
 def _entity_args(raw: Any) -> Any:

@@ -89,7 +89,8 @@ def _mcp_call(raw_input: Any, raw_output: Any) -> tuple[str | None, Any, Any, st
 
 
 TOOL_CLASSES = frozenset({"DynamicStructuredTool", "DynamicTool", "StructuredTool", "Tool"})
-"""LangChain.js's tool classes: a tool span named after one of these names no tool."""
+"""LangChain.js's own tool classes (``tool()`` makes a DynamicStructuredTool): a tool span named after one of
+these names no tool. An application's class (``class RefundTool extends StructuredTool``) names its tool."""
 MAX_REQUESTS = 1000
 
 
@@ -112,9 +113,9 @@ def requested_calls(rec: SpanRecord) -> list[Requested]:
 
 
 def resolve_class_names(calls: list, requests: list[tuple[int, Requested]]) -> list:
-    """Each call still named after a tool class (in start order) takes the name and call id of the first
-    unused request (by call id, once each) asked before it started with the same arguments; a call whose
-    arguments were not captured, or that no request matches, keeps its class name."""
+    """Each call still named after a tool class (``class_name``, in start order) takes the name and call id of
+    the first unused request (by call id, once each) asked before it started with the same arguments; a call
+    whose arguments were not captured, or that no request matches, keeps its class name."""
     from dataclasses import replace
 
     used = {c.call_id for c in calls if c.call_id}
@@ -124,7 +125,7 @@ def resolve_class_names(calls: list, requests: list[tuple[int, Requested]]) -> l
             pending.setdefault(req.call_id, (at, req))
     out = []
     for call in sorted(calls, key=lambda c: c.key):
-        if call.tool in TOOL_CLASSES and call.args_captured:
+        if call.class_name and call.args_captured:
             match = next(
                 (
                     cid
@@ -134,6 +135,12 @@ def resolve_class_names(calls: list, requests: list[tuple[int, Requested]]) -> l
                 None,
             )
             if match is not None:
-                call = replace(call, tool=pending.pop(match)[1].name, call_id=call.call_id or match)
+                call = replace(call, tool=pending.pop(match)[1].name, call_id=call.call_id or match, class_name=False)
         out.append(call)
     return out
+
+
+def class_names(calls: list) -> tuple[str, ...]:
+    """The class names the calls are still named by, each once, but LangChain.js's own classes (they name no
+    tool): grading reads each as the spec's tool it names (``Trajectory.tool_classes``)."""
+    return tuple(dict.fromkeys(c.tool for c in calls if c.class_name and c.tool not in TOOL_CLASSES))
