@@ -568,7 +568,16 @@ _CUE_TEXT = st.lists(
             "said",
             "email",
             "gpt-4o",
+            "gpt4",
+            "chatgpt",
+            "language model",
             "assistant",
+            "administrator",
+            "prompts",
+            "messages",
+            "don",
+            "not",
+            "task_",
             "your",
             "your task",
             "task",
@@ -613,8 +622,8 @@ _CUE_TEXT = st.lists(
 @settings(max_examples=400, deadline=None)
 @given(_CUE_TEXT, st.integers(min_value=1, max_value=7))
 def test_the_cue_prefilter_never_hides_a_family_its_pattern_finds(text, enough):
-    # The substring prefilter (each family's words, "ai" only as a word) exists for speed: it must rule out only
-    # windows where the family's own pattern finds nothing, or a cue would go unread.
+    # The prefilter (each family's whole words, a few substrings) exists for speed: it must rule out only windows
+    # where the family's own pattern finds nothing, or a cue would go unread.
     from luckrate.core import instructions as intent
 
     folded = text.casefold()

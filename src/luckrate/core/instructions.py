@@ -54,53 +54,40 @@ def instructs(folded: str, keys: tuple[str, ...]) -> bool:
     return False
 
 
-# What each family's every match holds (case-folded), as one or two groups of words: a match holds one word of each
-# group of its family. Substring tests in C rule a family out before its pattern runs (most windows show no cue at all), so
-# each group is as narrow as the pattern allows: "your " alone is in most customer mail, "your task" is not.
-_CUE_WORDS: tuple[tuple[tuple[str, ...], ...], ...] = (
-    (
+# What every match of each family holds, for ASCII text (case-folded): a whole word of the family's first set (a
+# maximal run of letters and digits: each pattern reads these words between \b or \s), or one of its substrings;
+# and, for a family of two parts, a substring of its second group. Ruling a family out by one set lookup against the
+# window's words, before its pattern runs, costs one pass over the window (most windows show no cue at all), where a
+# substring search per word cost one pass per word. The prefilter may let through what the pattern then rejects
+# ("_ai_"), never the other way round (tests/core/test_taint_intent.py checks it on generated text).
+_CUE_WORDS: tuple[tuple[frozenset[bytes], tuple[str, ...], tuple[str, ...]], ...] = tuple(
+    (frozenset(w.encode() for w in words.split()), substrings, second)
+    for words, substrings, second in (
+        # "language model" holds "language"; gpt[\w.-]* starts a word that may go on ("gpt4o")
         (
-            "assistant",
-            "chatbot",
-            "llm",
-            "language model",
-            "gpt",
-            "claude",
-            "gemini",
-            "llama",
-            "qwen",
-            "mistral",
-            "mixtral",
-            "deepseek",
-            "grok",
-            "gemma",
+            "ai assistant chatbot llm language claude gemini llama qwen mistral mixtral deepseek grok gemma",
+            ("gpt",),
+            (),
         ),
-    ),
-    (("instruction", "prompt", "directive", "rules", "guidelines"),),
-    (("ignore", "disregard", "forget", "override", "bypass"),),
-    (("your task", "your goal", "your objective", "your job", "your assignment", "gave", "given", "assigned"),),
-    (("system", "admin", "developer"), ("message", "instruction", "notice", "override", "mode", "prompt")),
-    (("do not", "don't", "without"), ("tell", "inform", "notify", "mention", "ask")),
-    (("important", "urgent", "immediately", "mandatory", "strictly", "!!!"),),
+        ("instruction instructions prompt prompts directive directives rules guidelines", (), ()),
+        ("ignore disregard forget override bypass", (), ()),
+        ("task goal objective job assignment gave given assigned", (), ()),
+        (
+            "system admin administrator developer",
+            (),
+            ("message", "instruction", "notice", "override", "mode", "prompt"),
+        ),
+        # "don't" is the words "don" and "t"
+        ("not don without", (), ("tell", "inform", "notify", "mention", "ask")),
+        ("important urgent immediately mandatory strictly", ("!!!",), ()),
+    )
 )
-_WHOLE_WORDS = ("ai",)
-"""Words of the first family that are common inside other words ("email", "said"): found only as a word of their
-own, as the family's pattern reads them (``\\b``)."""
-
-
-def _has_word(folded: str, word: str) -> bool:
-    """``word`` stands in ``folded`` as a word of its own (``\\b`` on both sides, as ``re`` reads it)."""
-    at = folded.find(word)
-    while at >= 0:
-        end = at + len(word)
-        if (at == 0 or not _is_word_char(folded[at - 1])) and (end == len(folded) or not _is_word_char(folded[end])):
-            return True
-        at = folded.find(word, at + 1)
-    return False
-
-
-def _is_word_char(c: str) -> bool:
-    return c.isalnum() or c == "_"  # re's \w for str patterns
+_ANY_WORD = frozenset().union(*(whole for whole, _, _ in _CUE_WORDS))
+_ANY_PART = tuple(p for _, parts, _ in _CUE_WORDS for p in parts)
+_NOT_WORD = bytes.maketrans(
+    bytes(range(128)), bytes(c if chr(c).isascii() and chr(c).isalnum() else 32 for c in range(128))
+)
+"""Every ASCII byte but a letter or digit, as a space: ``split()`` then yields the words the cue sets are read against."""
 
 
 def cues(text: str, enough: int = len(_INSTRUCTION_CUES)) -> int:
@@ -110,14 +97,19 @@ def cues(text: str, enough: int = len(_INSTRUCTION_CUES)) -> int:
 
 def _cues(folded: str, enough: int) -> int:
     found = 0
-    ascii = folded.isascii()  # else re's case-insensitive match also reads a few other letters as these (the ı)
-    contains = folded.__contains__
-    for family, (groups, cue) in enumerate(zip(_CUE_WORDS, _INSTRUCTION_CUES)):
-        if ascii and not any(map(contains, groups[0])):
-            if family != 0 or not any(_has_word(folded, w) for w in _WHOLE_WORDS):
+    # Non-ASCII text always runs the patterns: re's case-insensitive match also reads a few other letters as these (ı).
+    words = None
+    if folded.isascii():
+        listed = folded.encode("ascii").translate(_NOT_WORD).split()
+        if _ANY_WORD.isdisjoint(listed) and not any(p in folded for p in _ANY_PART):
+            return 0  # no family's word at all: the common case
+        words = frozenset(listed)
+    for (whole, parts, second), cue in zip(_CUE_WORDS, _INSTRUCTION_CUES):
+        if words is not None:
+            if whole.isdisjoint(words) and not any(p in folded for p in parts):
                 continue
-        if ascii and len(groups) > 1 and not any(map(contains, groups[1])):
-            continue
+            if second and not any(p in folded for p in second):
+                continue
         if cue.search(folded):
             found += 1
             if found >= enough:
