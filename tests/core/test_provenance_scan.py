@@ -122,3 +122,29 @@ def test_a_key_scanned_before_later_sources_arrive_finds_them_too():
 def test_holds_examples(text, key, held):
     assert identifiers.holds(searchable(text).casefold(), key) is held
     assert (key in tokens(text)) is held
+
+
+@settings(max_examples=150, deadline=None)
+@given(args=st.lists(texts, min_size=1, max_size=3), extra=st.lists(texts, max_size=3))
+def test_an_echo_is_a_token_of_the_call_s_text_arguments(args, extra):
+    # The echo check searches the call's text arguments for each key instead of cutting them into tokens: the
+    # same answer as membership in the tokens of those arguments (the ones with a space, as before).
+    index = SourceIndex()
+    index.add("user", "")
+    index.add("tool:t", "result", 0, {f"a{i}": a for i, a in enumerate(args)})
+    spaced = [a for a in args if " " in a]
+    toks = tokens("\n".join(spaced)) if spaced else set()
+    for key in _keys("\n".join(args), extra):
+        if key:
+            assert index.called_text_holds(1, (key,)) == (key in toks), key
+
+
+@settings(max_examples=150, deadline=None)
+@given(sources=st.lists(texts, min_size=1, max_size=4))
+def test_a_source_s_folded_text_is_its_text_case_folded(sources):
+    # While scanning, folded() hands out the scanned copy when it is the text folded (no unglued spelling after it).
+    for scan in (True, False):
+        index = _index(sources, scan)
+        index.tokens_of("a1")  # scans, or builds the token index
+        for position, text in enumerate(sources):
+            assert index.folded(position) == text.casefold(), (position, scan)

@@ -112,27 +112,24 @@ _TOKEN_START = re.compile(r"(?s).*" + _CUT_CLASS)
 _CUT_CHARS = frozenset(_TOKEN_CHARS)
 
 
-def _cut_at(text: str, i: int) -> bool:
-    """True when position ``i`` is a token boundary: the text's edge, whitespace or a token cut."""
-    if i < 0:
-        return True
-    c = text[i]
-    return c in _CUT_CHARS or c.isspace()
-
-
 def holds(folded: str, key: str) -> bool:
     """``key in tokens(folded)``, cutting only the tokens ``key`` occurs in. Exact: tokens() treats each
     token on its own, and everything it derives from a token lies inside that token."""
     at = folded.find(key)
     size, length = len(key), len(folded)
+    cuts = _CUT_CHARS
     while at >= 0:
         end = at + size
-        # Most hits sit between quotes or spaces: the token is the key itself, no search needed.
-        if _cut_at(folded, at - 1) and (end == length or _cut_at(folded, end)):
-            if not key.isalpha():  # a token of letters only is not indexed
-                return True
-            at = folded.find(key, end)
-            continue
+        # Most hits sit between quotes or spaces (a token boundary: the text's edge, whitespace or a token cut):
+        # the token is the key itself, no search needed. Written out inline: the innermost test of every lookup.
+        c = folded[at - 1] if at else " "
+        if c in cuts or c.isspace():
+            c = folded[end] if end < length else " "
+            if c in cuts or c.isspace():
+                if not key.isalpha():  # a token of letters only is not indexed
+                    return True
+                at = folded.find(key, end)
+                continue
         after = CUT_OR_SPACE.search(folded, end)
         stop = after.start() if after else length
         low = max(0, at - TOKEN_WINDOW)

@@ -116,15 +116,16 @@ def trace(
     index = SourceIndex()
     for text in traj.inputs:
         index.add(USER, text)
-    found = []
+    found: list[Argument] = []
+    append = found.append
     for step in traj.steps:
         scanning, deep = step.tool in scan, step.tool in thorough
         for path, value in walk(step.args):
             if is_identifier(value):
-                found.append(_lookup(index, step, path, str(value), False, deep))
+                append(_lookup(index, step, path, str(value), False, deep))
             elif scanning and isinstance(value, str) and value:
                 for text, embedded in _inside(value, scanning):
-                    found.append(_lookup(index, step, path, text, embedded, deep)._replace(whole=value))
+                    append(_lookup(index, step, path, text, embedded, deep)._replace(whole=value))
         if step.result is not None:
             index.add(source_name(step.tool), step.result, step.index, step.args)
     agents = frozenset(a for a in (traj.agent, *traj.agents, *(step.agent for step in traj.steps)) if a)

@@ -97,7 +97,7 @@ class SourceIndex:
         self._located: dict[int, Located] = {}
         self._user_keys: set[str] | None = None
         self._called: dict[int, frozenset[str]] = {}
-        self._called_tokens: dict[int, frozenset[str]] = {}
+        self._called_text: dict[int, str] = {}
         self._found: dict[tuple[str, int], tuple[frozenset[str], tuple[int, ...]]] = {}
         self._name_sets: dict[frozenset[str], frozenset[str]] = {}
         self._folded_texts: dict[int, str] = {}
@@ -194,7 +194,7 @@ class SourceIndex:
     def origins(self, position: int, keys: tuple[str, ...]) -> list[Origin]:
         """Where in source ``position`` the keys sit (fields parsed on first use, then cached)."""
         source, step, text, _ = self._sources[position]
-        echo = not self.called_at(position).isdisjoint(keys) or not self.called_tokens(position).isdisjoint(keys)
+        echo = not self.called_at(position).isdisjoint(keys) or self.called_text_holds(position, keys)
         if source == USER:
             return [Origin(source, None, None, True, False, position)]
         located = self._fields(position)
@@ -285,7 +285,15 @@ class SourceIndex:
         """The text of source ``position``, case-folded (folded once per source, when first asked)."""
         text = self._folded_texts.get(position)
         if text is None:
-            text = self._folded_texts[position] = self._sources[position][2].casefold()
+            raw = self._sources[position][2]
+            scanned = self._folded[position] if position < len(self._folded) else None
+            # While scanning, the folded text is at hand: an ASCII text folds to its own length, and its scanned copy
+            # is longer only when an unglued spelling follows it (``searchable``).
+            if scanned is not None and raw.isascii() and len(scanned) == len(raw):
+                text = scanned
+            else:
+                text = raw.casefold()
+            self._folded_texts[position] = text
         return text
 
     def designated_records(self, pointed: Callable[[frozenset[str]], bool]) -> list[Origin]:
@@ -303,15 +311,17 @@ class SourceIndex:
         worked out once per source."""
         return self._fields(origin.position).siblings
 
-    def called_tokens(self, position: int) -> frozenset[str]:
-        """The tokens inside the text arguments of the call that produced source ``position``: a result that
-        repeats an identifier the agent wrote into a message body is an echo of that body, not a source."""
-        called = self._called_tokens.get(position)
-        if called is None:
+    def called_text_holds(self, position: int, keys: Iterable[str]) -> bool:
+        """Whether a token inside the text arguments of the call that produced source ``position`` is one of ``keys``:
+        a result that repeats an identifier the agent wrote into a message body is an echo of that body, not a
+        source. The arguments' text is searched for each key (``holds``), never tokenised whole."""
+        text = self._called_text.get(position)
+        if text is None:
             args = self._sources[position][3]
             texts = [v for _, v in walk(args or {}) if isinstance(v, str) and len(v) <= MAX_SCANNED and " " in v]
-            called = self._called_tokens[position] = frozenset(tokens("\n".join(texts))) if texts else frozenset()
-        return called
+            text = self._called_text[position] = searchable("\n".join(texts)).casefold() if texts else ""
+        # A key with a cut or a space in it is in no token (as ``_scan``'s keys).
+        return bool(text) and any(key in text and holds(text, key) and not CUT_OR_SPACE.search(key) for key in keys)
 
     def called_at(self, position: int) -> frozenset[str]:
         """The values the call that produced source ``position`` was given (case-folded)."""
