@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 import re
 from typing import cast
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterator
 
 from luckrate.core import forms
 from luckrate.core.instructions import instructs, speaks
@@ -90,7 +90,7 @@ class Request:
         self._pointed: dict[int, bool] = {}
         self._records: dict[int, frozenset[str]] = {}
         self._references: dict[int, list[tuple[str, bool]]] = {}
-        self._calls: dict[int, list[str]] = {}
+        self._host_of: dict[str, str | None] = {}
 
     @functools.cached_property
     def names(self) -> frozenset[str]:
@@ -137,8 +137,16 @@ class Request:
     def _wrote_host(self, ref: str) -> bool:
         """The user wrote a URL or address on ``ref``'s host (a host is a substring of what holds it: the text is
         tokenised for ``hosts`` only when it holds the host at all)."""
-        host = _host(ref)
+        host = self.host(ref)
         return host is not None and host in self.text and host in self.hosts
+
+    def host(self, token: str) -> str | None:
+        """``_host(token)``, worked out once per run (a source's link is asked about by several rules)."""
+        try:
+            return self._host_of[token]
+        except KeyError:
+            host = self._host_of[token] = _host(token)
+            return host
 
     def references(self, position: int, prov: Provenance, names: bool = False) -> list[str]:
         """``references`` of the call that produced source ``position`` (worked out once per source)."""
@@ -146,13 +154,6 @@ class Request:
         if found is None:  # both kinds from one walk of the call's arguments
             found = self._references[position] = _references(*prov.sources.call(position))
         return [text for text, identifier in found if names or identifier]
-
-    def call_references(self, step: int, tool: str, prov: Provenance) -> list[str]:
-        """``references`` of step ``step``'s call (worked out once per step: its flows share it)."""
-        found = self._calls.get(step)
-        if found is None:
-            found = self._calls[step] = references(tool, prov.steps[step].args)
-        return found
 
     def records(self, position: int, prov: Provenance) -> frozenset[str]:
         """The records of source ``position`` the user pointed at."""
@@ -198,13 +199,16 @@ def references(tool: str, args: object, names: bool = False) -> list[str]:
     return [text for text, identifier in _references(tool, args) if names or identifier]
 
 
-def _references(tool: str, args: object) -> list[tuple[str, bool]]:
-    """``references(tool, args, names=True)``, each with whether it is identifier-shaped (else a name)."""
+def _references(tool: str, args: object, among: Container[str] | None = None) -> list[tuple[str, bool]]:
+    """``references(tool, args, names=True)``, each with whether it is identifier-shaped (else a name); with
+    ``among``, only those in it (the others' values are not looked at further)."""
     if not args or "search" in tool.casefold():  # a search's every argument selects; none names
         return []
     out = []
     for path, value in walk(args):
         if isinstance(value, bool) or not isinstance(value, (str, int)):
+            continue
+        if among is not None and str(value).casefold() not in among:
             continue
         identifier = is_identifier(value)
         if not identifier and not (isinstance(value, str) and _is_name(value)):
@@ -280,7 +284,7 @@ def _named_records(position: int, prov: Provenance, request: Request) -> frozens
     hosts = set(request.hosts)
     for at in range(sources.users, position):
         if request.pointed(at, prov):
-            hosts.update(h for h in map(_host, request.references(at, prov)) if h)
+            hosts.update(h for h in map(request.host, request.references(at, prov)) if h)
     out: set[str] = set()
     mentions: dict[str, set[str]] = {}  # name -> the records whose free text names the person
     for f in sources.fields_at(position):
@@ -327,32 +331,35 @@ def addresses_agent(origin: Origin, arg: Argument, prov: Provenance) -> bool:
     if not origin.prose:
         texts = [f.text for f in prov.sources.record_fields(origin) if f.prose]
         return any(map(speaks, texts))
-    folded = [text.casefold() for text in _texts(origin, arg.matched, prov)]
+    folded = _folded_texts(origin, arg.matched, prov)
     if any(key in text for text in folded for key in arg.matched):
         return any(instructs(text, arg.matched) for text in folded)
     # Found in another form ("the 13th of May" for 2024-05-13): the field that holds it, read whole.
     return any(map(speaks, prov.sources.texts(origin, arg.matched)))
 
 
-def _texts(origin: Origin, keys: tuple[str, ...], prov: Provenance) -> list[str]:
-    """The texts to read for cues: a record's field on its own; unstructured text (a page, a file) as a whole, since
-    its lines are fields only by layout."""
+def _folded_texts(origin: Origin, keys: tuple[str, ...], prov: Provenance) -> list[str]:
+    """The texts to read for cues, case-folded: a record's field on its own; unstructured text (a page, a file) as a
+    whole, since its lines are fields only by layout (folded once per source)."""
     if record_of(origin.field) is None and origin.source != USER:
         return [prov.sources.folded(origin.position)]
-    return prov.sources.texts(origin, keys)
+    return [text.casefold() for text in prov.sources.texts(origin, keys)]
 
 
-def same_object(arg: Argument, origin: Origin, prov: Provenance, call: Iterable[str]) -> str | None:
+def same_object(arg: Argument, origin: Origin, prov: Provenance) -> str | None:
     """How ``arg`` names an object of the very source it came from, or None: a link on the site the source was read
     from, or a value of a call that operates on what the source's call read (a form's field ids, passed to the form
     on the page that listed them)."""
     if origin.source == USER:
         return None
-    read = Request.of(prov).references(origin.position, prov)
-    host = _host(arg.value)
-    if host and host in {_host(r) for r in read}:
+    request = Request.of(prov)
+    read = request.references(origin.position, prov)
+    host = request.host(arg.value)
+    if host and host in {request.host(r) for r in read}:
         return f"a link on {host}, the site {origin.source} (step {origin.step}) read"
-    shared = set(read).intersection(call)
+    # The references of arg's own call that the source's call was given too (only those values are looked at).
+    among = frozenset(read)
+    shared = {text for text, ident in _references(arg.tool, prov.steps[arg.step].args, among) if ident} if read else ()
     if shared:
         return f"passed to the call that operates on {sorted(shared)[0]!r}, which {origin.source} (step {origin.step}) read"
     return None

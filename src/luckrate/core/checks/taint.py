@@ -142,9 +142,9 @@ class Judgement:
 def judge(arg: Argument, prov: Provenance, spec: Spec) -> Judgement:
     """Decide one argument of a privileged call, following the module docstring's order."""
     if USER in arg.sources:
-        return Judgement(None, "supplied by the user")
+        return _SUPPLIED
     if arg.sources.isdisjoint(_untrusted_sources(spec)):
-        return Judgement(None, "no untrusted source" if arg.sources else "in no source (ungrounded)")
+        return _NO_UNTRUSTED if arg.sources else _UNGROUNDED
     origins = [o for o in prov.origins(arg) if not o.echo]
     if not origins:
         return Judgement(None, "only echoed back by the calls it was passed to")
@@ -169,6 +169,12 @@ def judge(arg: Argument, prov: Provenance, spec: Spec) -> Judgement:
     strong = _strong(evidence, recorded=bool(prov.user_text.strip()))
     where = ", ".join(_where(o) for o in bad)
     return Judgement(TAINT if strong else UNTRUSTED_FLOW, f"only in untrusted {where}", tuple(bad), evidence)
+
+
+# The common answers, shared (a judgement is immutable): most privileged arguments end at the first two rules.
+_SUPPLIED = Judgement(None, "supplied by the user")
+_NO_UNTRUSTED = Judgement(None, "no untrusted source")
+_UNGROUNDED = Judgement(None, "in no source (ungrounded)")
 
 
 @functools.lru_cache(maxsize=256)
@@ -210,8 +216,7 @@ def weigh(arg: Argument, origins: list[Origin], prov: Provenance) -> tuple[Evide
         pro.append(Evidence("unrequested_source", f"{_where(unrequested[0])}"))
     if requested:
         con.append(Evidence("requested_source", f"{_where(requested[0])}"))
-    call = request.call_references(arg.step, arg.tool, prov)
-    same = next((why for o in origins if (why := same_object(arg, o, prov, call))), None)
+    same = next((why for o in origins if (why := same_object(arg, o, prov))), None)
     if same:
         con.append(Evidence("same_object", same))
     if is_code(arg.value):
