@@ -41,10 +41,15 @@ def repeat(traj: Trajectory, spec: Spec) -> Iterator[Violation]:
     Retrying after a failure is correct behaviour and never counts.
     """
     # Only a tool called more than once can repeat: the others' arguments need no canonical key.
-    calls = Counter(step.tool for step in traj.steps)
+    seen: set[str] = set()
+    again: set[str] = set()
+    for step in traj.steps:
+        (again if step.tool in seen else seen).add(step.tool)
+    if not again:
+        return
     succeeded: dict[tuple[str, str], int] = {}
     for step in traj.steps:
-        if calls[step.tool] < 2:
+        if step.tool not in again:
             continue
         key = _call_key(step)
         if key in succeeded:
