@@ -18,7 +18,7 @@ from luckrate.adapters.formats import FORMATS, GROUPS_TRACES, detect, reader
 from luckrate.adapters.trajectory import trajectory_to_dict
 from luckrate.core.gate import gate
 from luckrate.core.checks.grounding import explain
-from luckrate.core.grade import RunGrade, grade, traced
+from luckrate.core.grade import RunGrade, grade, resolved, traced
 from luckrate.core.metric import LuckRate
 from luckrate.core.spec import InvalidSpec, Spec, spec_for
 from luckrate.core.spec_loader import load_specs
@@ -157,7 +157,7 @@ def _explain_all(runs: list[Trajectory], specs: dict[str, Spec]) -> list[list[di
         spec = spec_for(specs, traj.agent)
         if spec is None:  # _grade_all refused such a run before --explain runs
             raise UsageError(f"run {traj.id}: no spec for agent {traj.agent!r} and no '*' fallback")
-        out.append(explain(traced(traj, spec), spec) if traj.content else [])
+        out.append(explain(traced(resolved(traj, spec), spec), spec) if traj.content else [])
     return out
 
 

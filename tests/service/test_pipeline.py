@@ -4,13 +4,15 @@ OTLP requests, the real adapter and grader; the ledgers are the real ones of eac
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import pytest
 
 from luckrate import demo
-from luckrate.adapters.otlp import records_from_request
+from luckrate.adapters.otlp import records_from_request, request_from_protobuf
 from luckrate.service.assemble.assembler import SpanBudget
 from luckrate.service.export.prometheus import PrometheusReader
+from luckrate.service.export.run_ring import RunRing
 from luckrate.service.export.telemetry import Labels, Telemetry
 from luckrate.service.grade.tally import Tally
 from luckrate.service.grade.verdict_log import HeldLines, HeldVerdicts
@@ -21,6 +23,7 @@ from tests.builders import config
 from tests.service.harness import SPECS, parse_metrics, record_runs, request_of, total
 
 KINDS = ["clean", "tainted", "forbidden"]
+CAPTURES = Path(__file__).resolve().parents[1] / "testdata" / "langchainjs-traceloop"
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +81,17 @@ def test_the_receiving_process_ledger_holds_marks_for_the_flush():
     assert budget.used == 0 and marked == []
     held.flush()
     assert marked == [b"t" * 16]
+
+
+def test_a_held_run_shows_the_tools_its_grade_names():
+    # Traceloop's LangChain.js spans name each tool by its class with content off: the grade reads
+    # DeleteAccountTool as the spec's delete_account, and the run the viewer holds must say the same.
+    body = (CAPTURES / "forbidden.classtools.nocontent.langchainjs-traceloop.otlp").read_bytes()
+    tally, ring = Tally(), RunRing(10)
+    pipeline = GradingPipeline(config(), SPECS, tally, Outlets(tally, hold=ring.add))
+    pipeline.add(records_from_request(request_from_protobuf(body))[0])
+    pipeline.drain()
+    (held,) = ring.newest()
+    assert [s.tool for s in held.traj.steps] == ["lookup_order", "delete_account"]
+    assert held.traj.tool_classes == ()
+    assert [(v.check, v.tool) for v in held.grade.violations] == [("forbidden", "delete_account")]

@@ -105,6 +105,13 @@ def _lacking(traj: Trajectory) -> list[tuple[str, str]]:
     return [(need, reason) for need, reason, lacks in _LACKS if lacks(traj)]
 
 
+def resolved(traj: Trajectory, spec: Spec) -> Trajectory:
+    """``traj`` with each step a source named by the tool's class named as the spec's tool it stands for
+    (core/tool_classes.py); ``traj`` itself when it lists no class (most sources). What grading reads, so what a
+    held run shows and ``--explain`` traces."""
+    return tool_classes.resolve(traj, spec) if traj.tool_classes else traj
+
+
 def traced(traj: Trajectory, spec: Spec) -> Provenance:
     """Provenance of a run's arguments as grading reads it (``--explain`` shows the same)."""
     # Privileged tools' arguments get the full look: identifiers inside their free text, and forms the
@@ -139,8 +146,7 @@ def grade(traj: Trajectory, spec: Spec, checks: tuple[Check, ...] = REGISTRY) ->
     reason = gradable(traj)
     if reason is not None:
         return RunGrade(traj.id, traj.case_id, traj.agent, traj.output_ok, (), (), reason)
-    if traj.tool_classes:  # steps named by a tool's class take the spec's tool it names, once per run
-        traj = tool_classes.resolve(traj, spec)
+    traj = resolved(traj, spec)
     violations: list[Violation] = []
     skipped: list[str] = []
 

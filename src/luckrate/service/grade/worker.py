@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from luckrate.adapters import InvalidInput
-from luckrate.core.grade import RunGrade, grade
+from luckrate.core.grade import RunGrade, grade, resolved
 from luckrate.core.spec import Spec, spec_for
 from luckrate.core.step import Trajectory
 from luckrate.service.export.instruments import GRADE_DURATION, GRADE_ERRORS, TRACES_UNGRADED, VERDICT_DELAY
@@ -173,6 +173,7 @@ class Worker:
             self._recorder.add(TRACES_UNGRADED.name, reason="no_spec")
             log.debug("trace %s not graded: no spec for agent %r", tid, bounded(traj.agent, 64))
             return
+        traj = resolved(traj, spec)  # what is held and shown is what was graded (a tool named by its class, resolved)
         g = grade(traj, spec)
         out = self._out
         if out.hold is not None:
