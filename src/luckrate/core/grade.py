@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from luckrate.core.checks import (
@@ -120,8 +120,11 @@ def traced(traj: Trajectory, spec: Spec) -> Provenance:
     return trace(traj, scan=deep, thorough=deep)
 
 
-Plan = tuple[tuple[tuple[str, Any, frozenset[str]], ...], ...]
-"""Per phase (steps, provenance, both), the enabled checks as ``(name, check, needs)``."""
+Phase = tuple[tuple[tuple[str, Any, frozenset[str]], ...], tuple[Any, ...]]
+"""One phase's enabled checks as ``(name, check, needs)``, and the check functions alone (what a run whose
+source lacks nothing runs, ready-made)."""
+Plan = tuple[Phase, Phase, Phase]
+"""Per phase: steps, provenance, both."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -133,10 +136,31 @@ def _plan(spec: Spec, checks: tuple[Check, ...] = REGISTRY) -> Plan:
         declared = check.declared_by or bool
         return spec.enabled(check.name.partition(":")[0]) and declared(spec)
 
-    return tuple(
-        tuple((c.name, c.run, c.needs) for c in checks if c.reads == phase and on(c))
-        for phase in (STEPS, PROVENANCE, BOTH)
-    )
+    def phase(reads: str) -> Phase:
+        entries = tuple((c.name, c.run, c.needs) for c in checks if c.reads == reads and on(c))
+        return entries, tuple(run for _, run, _ in entries)
+
+    return phase(STEPS), phase(PROVENANCE), phase(BOTH)
+
+
+def _runnable(phase: Phase, lacking: list[tuple[str, str]], skipped: list[str]) -> Sequence[Any]:
+    """The phase's checks the source supports; the others appended to ``skipped``, with why."""
+    entries, runs = phase
+    if not lacking:  # the common case: the source records everything
+        return runs
+    out = []
+    for name, check, needs in entries:
+        reason = next((why for need, why in lacking if need in needs), None)
+        if reason:
+            skipped.append(f"{name} ({reason})")
+        else:
+            out.append(check)
+    return out
+
+
+def _step_order(v: Violation) -> int:
+    """Violations sort by step; run-level findings (no step) first."""
+    return v.step if v.step is not None else -1
 
 
 def grade(traj: Trajectory, spec: Spec, checks: tuple[Check, ...] = REGISTRY) -> RunGrade:
@@ -151,30 +175,16 @@ def grade(traj: Trajectory, spec: Spec, checks: tuple[Check, ...] = REGISTRY) ->
     skipped: list[str] = []
 
     lacking = _lacking(traj)
-
-    def runnable(phase: tuple[tuple[str, Any, frozenset[str]], ...]) -> list[Any]:
-        """The phase's checks the source supports; the others listed as skipped, with why."""
-        if not lacking:  # the common case: the source records everything
-            return [check for _, check, _ in phase]
-        out = []
-        for name, check, needs in phase:
-            reason = next((why for need, why in lacking if need in needs), None)
-            if reason:
-                skipped.append(f"{name} ({reason})")
-            else:
-                out.append(check)
-        return out
-
     # The registry's plan is looked up by the spec alone: hashing the registry too would cost every run.
     plain, provenance, with_prov = _plan(spec) if checks is REGISTRY else _plan(spec, checks)
-    for check in runnable(plain):
+    for check in _runnable(plain, lacking, skipped):
         violations.extend(check(traj, spec))
-    wanted, with_traj = runnable(provenance), runnable(with_prov)
+    wanted, with_traj = _runnable(provenance, lacking, skipped), _runnable(with_prov, lacking, skipped)
     if wanted or with_traj:
         args = traced(traj, spec)
         for check in wanted:
             violations.extend(check(args, spec))
         for check in with_traj:
             violations.extend(check(traj, args, spec))
-    violations.sort(key=lambda v: v.step if v.step is not None else -1)
+    violations.sort(key=_step_order)
     return RunGrade(traj.id, traj.case_id, traj.agent, traj.output_ok, tuple(violations), tuple(skipped))
