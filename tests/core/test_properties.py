@@ -35,3 +35,30 @@ def test_a_value_only_an_untrusted_tool_gave_is_tainted(value):
         input="summarise the page",
     )
     assert grade(traj, TAINT).has("taint")
+
+
+# Argument leaves of every kind JSON and frameworks produce: identifier-shaped or not, with whitespace of
+# every kind, too long, numbers small and large, booleans, floats, None, nested.
+_LEAVES = st.one_of(
+    st.text(alphabet="aZ09-_.:/@ \t\n\u2003\u00e9", max_size=12),
+    st.integers(254, 258).map(lambda n: ("a1-" * 90)[:n]),  # around the longest identifier
+    st.integers(-100_000, 100_000),
+    st.booleans(),
+    st.floats(allow_nan=False),
+    st.none(),
+)
+_ARGS = st.dictionaries(
+    st.text(alphabet="ab", min_size=1, max_size=3),
+    st.one_of(_LEAVES, st.lists(_LEAVES, max_size=3), st.dictionaries(st.just("k"), _LEAVES, max_size=1)),
+    max_size=4,
+)
+
+
+@given(_ARGS)
+def test_trace_follows_exactly_the_identifier_shaped_leaves(args):
+    # trace classifies a string leaf inline (the rule written out for speed): it must agree with is_identifier.
+    from luckrate.core.identifiers import is_identifier, walk
+    from luckrate.core.provenance import trace
+
+    traced = [(a.path, a.value) for a in trace(run(step("t", args), input="x"))]
+    assert traced == [(path, str(v)) for path, v in walk(args) if is_identifier(v)]

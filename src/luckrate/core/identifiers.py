@@ -27,7 +27,7 @@ from typing import Any
 MAX_ID_LENGTH = 256
 
 # No whitespace, a letter or digit, and a mark: one match instead of three searches.
-_IDENTIFIER = re.compile(r"(?=\S*?[A-Za-z0-9])(?=\S*?[0-9@/:\-_.])\S+")
+IDENTIFIER_SHAPE = re.compile(r"(?=\S*?[A-Za-z0-9])(?=\S*?[0-9@/:\-_.])\S+")
 # Token and part cuts as str.translate tables followed by str.split(): both run in C, where a regex
 # findall stepped through every character (tokens() was most of grading time; benchmarks/README.md).
 # str.split() and the regex \s agree on what is whitespace (both use Py_UNICODE_ISSPACE).
@@ -50,7 +50,7 @@ def is_identifier(value: Any) -> bool:
         return abs(value) >= 1000
     if not isinstance(value, str) or not 0 < len(value) <= MAX_ID_LENGTH:
         return False
-    return _IDENTIFIER.fullmatch(value) is not None
+    return IDENTIFIER_SHAPE.fullmatch(value) is not None
 
 
 def tokens(text: str) -> set[str]:
@@ -112,10 +112,12 @@ _TOKEN_START = re.compile(r"(?s).*" + _CUT_CLASS)
 _CUT_CHARS = frozenset(_TOKEN_CHARS)
 
 
-def holds(folded: str, key: str) -> bool:
+def holds(folded: str, key: str, at: int | None = None) -> bool:
     """``key in tokens(folded)``, cutting only the tokens ``key`` occurs in. Exact: tokens() treats each
-    token on its own, and everything it derives from a token lies inside that token."""
-    at = folded.find(key)
+    token on its own, and everything it derives from a token lies inside that token. ``at``: where ``key`` first
+    occurs, when the caller has found it already."""
+    if at is None:
+        at = folded.find(key)
     size, length = len(key), len(folded)
     cuts = _CUT_CHARS
     while at >= 0:

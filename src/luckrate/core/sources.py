@@ -159,7 +159,8 @@ class SourceIndex:
                 for position in range(upto, total):
                     text = folded[position]
                     self._scanned += len(text)
-                    if key in text and holds(text, key):
+                    at = text.find(key)
+                    if at >= 0 and holds(text, key, at):
                         found.append(position)
             self._scans[key] = (found, total)
         return found
