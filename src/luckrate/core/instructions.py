@@ -84,9 +84,7 @@ _CUE_WORDS: tuple[tuple[frozenset[bytes], tuple[str, ...], tuple[str, ...]], ...
 )
 _ANY_WORD = frozenset().union(*(whole for whole, _, _ in _CUE_WORDS))
 _ANY_PART = tuple(p for _, parts, _ in _CUE_WORDS for p in parts)
-_NOT_WORD = bytes.maketrans(
-    bytes(range(128)), bytes(c if chr(c).isascii() and chr(c).isalnum() else 32 for c in range(128))
-)
+_NOT_WORD = bytes.maketrans(bytes(range(128)), bytes(c if chr(c).isalnum() else 32 for c in range(128)))
 """Every ASCII byte but a letter or digit, as a space: ``split()`` then yields the words the cue sets are read against."""
 
 

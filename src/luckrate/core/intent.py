@@ -192,11 +192,11 @@ def _is_name(value: str) -> bool:
     return 0 < len(value) <= 40 and value.count(" ") <= 2
 
 
-def references(tool: str, args: object, names: bool = False) -> list[str]:
+def references(tool: str, args: object, names: bool = False, among: Container[str] | None = None) -> list[str]:
     """The references a call was given, case-folded: identifier-shaped values that name something (with ``names``,
     a name too: a channel, a person, a file name), not search inputs and not dates or times (which select rather
-    than name)."""
-    return [text for text, identifier in _references(tool, args) if names or identifier]
+    than name); with ``among``, only those in it."""
+    return [text for text, identifier in _references(tool, args, among) if names or identifier]
 
 
 def _references(tool: str, args: object, among: Container[str] | None = None) -> list[tuple[str, bool]]:
@@ -358,10 +358,9 @@ def same_object(arg: Argument, origin: Origin, prov: Provenance) -> str | None:
     if host and host in {request.host(r) for r in read}:
         return f"a link on {host}, the site {origin.source} (step {origin.step}) read"
     # The references of arg's own call that the source's call was given too (only those values are looked at).
-    among = frozenset(read)
-    shared = {text for text, ident in _references(arg.tool, prov.steps[arg.step].args, among) if ident} if read else ()
+    shared = references(arg.tool, prov.steps[arg.step].args, among=frozenset(read)) if read else ()
     if shared:
-        return f"passed to the call that operates on {sorted(shared)[0]!r}, which {origin.source} (step {origin.step}) read"
+        return f"passed to the call that operates on {min(shared)!r}, which {origin.source} (step {origin.step}) read"
     return None
 
 

@@ -322,7 +322,9 @@ class SourceIndex:
             texts = [v for _, v in walk(args or {}) if isinstance(v, str) and len(v) <= MAX_SCANNED and " " in v]
             text = self._called_text[position] = searchable("\n".join(texts)).casefold() if texts else ""
         # A key with a cut or a space in it is in no token (as ``_scan``'s keys).
-        return bool(text) and any(key in text and holds(text, key) and not CUT_OR_SPACE.search(key) for key in keys)
+        return bool(text) and any(
+            (at := text.find(key)) >= 0 and not CUT_OR_SPACE.search(key) and holds(text, key, at) for key in keys
+        )
 
     def called_at(self, position: int) -> frozenset[str]:
         """The values the call that produced source ``position`` was given (case-folded)."""
