@@ -175,7 +175,10 @@ def test_kill_9_under_load_then_restart_grades_every_acknowledged_span_once(tmp_
     expected = sum(n for tid, n in load.acked.items() if tid.hex() not in graded_before)
     assert expected <= replayed <= expected + load.unanswered, (expected, replayed, load.unanswered)
     assert terms["spans_replayed"] == replayed
-    assert total(s, "luckrate_wal_records_damaged_total") == 0
+    # SIGKILL may land inside the log's one write (the kernel stops a write between pages for a fatal signal): at
+    # most that last record is torn, and cut off at replay. Nothing else may be damaged.
+    assert total(s, "luckrate_wal_records_damaged_total", reason="checksum") == 0
+    assert total(s, "luckrate_wal_records_damaged_total", reason="torn_tail") <= 1
     assert sorted(p.name for p in wal.glob("*.wal")) == []  # a clean stop leaves an empty log
     report(f"wal_kill9_workers{workers}_replayed_spans", replayed)
     report(f"wal_kill9_workers{workers}_acked_traces", len(load.acked))
